@@ -1,0 +1,70 @@
+"""The one exception tree of mindnet.
+
+    MindnetError
+    ├── ConfigError          a YAML file or a setting is wrong (names file and key)
+    ├── VaultError           a note cannot be read or parsed (names file and line)
+    │   └── DraftError       an interview draft cannot be saved (path, existing file)
+    ├── EmbeddingError       the embedding backend failed or returned a bad vector
+    ├── StoreError           Qdrant cannot be opened or used
+    │   ├── StoreLockedError another process holds the local Qdrant folder
+    │   └── DimensionMismatchError  collection built with another embedding size
+    ├── QueryError           a retrieval request is invalid (names the field)
+    └── LLMUnavailableError  Ollama is unreachable or the model is missing
+
+Messages say what was wrong, with the value, where, and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class MindnetError(Exception):
+    """Base class of every error mindnet raises on purpose."""
+
+
+class ConfigError(MindnetError):
+    pass
+
+
+class VaultError(MindnetError):
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 hint: str | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.hint = hint
+        where = path or ""
+        if line is not None:
+            where = f"{where}:{line}"
+        text = f"{where}: {message}" if where else message
+        if hint:
+            text = f"{text} (fix: {hint})"
+        super().__init__(text)
+
+
+class DraftError(VaultError):
+    pass
+
+
+class EmbeddingError(MindnetError):
+    pass
+
+
+class StoreError(MindnetError):
+    pass
+
+
+class StoreLockedError(StoreError):
+    pass
+
+
+class DimensionMismatchError(StoreError):
+    pass
+
+
+class QueryError(MindnetError):
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class LLMUnavailableError(MindnetError):
+    pass
