@@ -1,0 +1,105 @@
+"""Saving interview drafts into the vault: never outside it, never over an existing note by accident."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+import unicodedata
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from mindnet.chat.sanitizer import NoteDraft
+from mindnet.errors import DraftError
+
+logger = logging.getLogger(__name__)
+
+_ILLEGAL = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')  # illegal on Windows/macOS or in Obsidian links
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+_MAX_NAME_BYTES = 200  # file systems allow 255; leave room for ".md" and editor suffixes
+
+
+def _traversal_problem(value: str, *, drives: bool) -> str | None:
+    """Why `value` would leave its folder ('..' part, absolute path), or None when it is harmless."""
+    if not value:
+        return None
+    # drive letters only count for folders: a title may well start with "A: ..."
+    if value.startswith(("/", "\\")) or PurePosixPath(value).is_absolute() or \
+            (drives and PureWindowsPath(value).drive):
+        return "is an absolute path"
+    parts = re.split(r"[/\\]", value)
+    if any(p.strip() == ".." for p in parts):
+        return "contains a '..' path part"
+    return None
+
+
+def draft_filename(title: str, fallback: str) -> str:
+    """File name (with .md) for a note title: illegal characters replaced, length capped."""
+    name = unicodedata.normalize("NFC", title)
+    name = re.sub(r"[ \t]*:[ \t]*", " - ", name)   # "Projekt: Garten" -> "Projekt - Garten"
+    name = _ILLEGAL.sub("-", name)
+    name = re.sub(r"\s+", " ", name).strip(" .-")  # leading dots would hide the file
+    while len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+        name = name[:-1].rstrip(" .-")
+    if not name:
+        name = fallback
+    if name.split(".")[0].casefold() in _RESERVED:
+        name = f"{name}_"
+    return f"{name}.md"
+
+
+def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwrite: bool = False) -> Path:
+    """Write `draft` to vault_root/folder/<title>.md and return the path; raises DraftError when unsafe."""
+    root = Path(vault_root)
+    if not root.is_dir():
+        raise DraftError("vault folder does not exist", path=str(root),
+                         hint="set MINDNET_VAULT_ROOT to an existing folder")
+    root = root.resolve()
+    for what, value in (("folder", folder or ""), ("title", draft.title)):
+        problem = _traversal_problem(value, drives=what == "folder")
+        if problem:
+            raise DraftError(f"draft {what} {value!r} {problem}; notes are only saved inside the vault",
+                             path=str(root), hint=f"use a {what} without '..' or a leading '/'")
+
+    target_dir = _inside(root, root / (folder or ""), folder or "")
+    if target_dir.exists() and not target_dir.is_dir():
+        raise DraftError("draft folder is a file, not a folder", path=str(target_dir),
+                         hint="choose another folder for this note type in config/types.yaml")
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target_dir = _inside(root, target_dir, folder or "")  # again: a symlink may have appeared meanwhile
+
+    path = target_dir / draft_filename(draft.title, fallback=draft.note_id)
+    if path.is_symlink():
+        raise DraftError("a symlink is in the way of the draft", path=str(path),
+                         hint="remove the symlink or rename the note")
+    content = draft.to_markdown().encode("utf-8")
+    if overwrite:
+        _replace_atomically(path, content)
+    else:
+        try:
+            with open(path, "xb") as fh:  # exclusive create: no check-then-write race
+                fh.write(content)
+        except FileExistsError as exc:
+            raise DraftError("a note with this file name already exists", path=str(path),
+                             hint="pass overwrite=True to replace it, or change the note's title") from exc
+    logger.info("saved draft %s (%s) to %s", draft.note_id, draft.note_type, path)
+    return path
+
+
+def _inside(root: Path, candidate: Path, shown: str) -> Path:
+    resolved = candidate.resolve()
+    if not resolved.is_relative_to(root):
+        raise DraftError(f"draft folder {shown!r} resolves to {resolved}, outside the vault",
+                         path=str(root), hint="the folder (or a symlink in it) must stay inside the vault")
+    return resolved
+
+
+def _replace_atomically(path: Path, content: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".draft-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,535 @@
+"""Interview drafts: turn an LLM reply into a clean note (frontmatter + Markdown body).
+
+LLMs wrap the note in a code block (or not), break the YAML, invent frontmatter fields
+("Situation", "Gefühl"), leave the frontmatter open or repeat it. `normalize_meta_and_body`
+repairs all of that and reports each repair in `NoteDraft.warnings`; it never raises on a bad reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from mindnet.settings import InterviewSchema
+
+logger = logging.getLogger(__name__)
+
+ALWAYS_ALLOWED: tuple[str, ...] = ("type", "id", "title", "created", "tags", "aliases")
+DEFAULT_TITLE = "Unbenannte Notiz"
+_DRAFT_INFOS = {"markdown", "md", "yaml", "yml", ""}   # code blocks that may hold the note
+_NESTING_INFOS = {"markdown", "md", ""}                # may contain inner ```lang blocks
+_MAX_TITLE = 80
+
+_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\s]*)[^`]*$")
+_KEY_LINE = re.compile(r"^[ \t]*-?[ \t]*(?P<key>[^\s:#\-\[\]{}][^:]*?)[ \t]*:(?:[ \t]+(?P<value>.*))?[ \t]*$")
+_LIST_ITEM = re.compile(r"^[ \t]*-(?:[ \t]+(?P<item>.*))?$")
+_HEADING = re.compile(r"^(?P<hashes>#{1,6})[ \t]+(?P<text>.*?)[ \t]*#*[ \t]*$")
+_FM_FENCE = {"---", "..."}
+_ID_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_ISO_DAY = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+
+
+class NoteDraft(BaseModel):
+    """A note ready to save: frontmatter (YAML-safe plain values) and a Markdown body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    frontmatter: dict[str, Any]
+    body: str
+    title: str
+    note_type: str
+    note_id: str
+    warnings: list[str] = Field(default_factory=list)
+
+    def to_markdown(self) -> str:
+        """The note file: `---` YAML `---`, a blank line, then the body."""
+        meta = yaml.safe_dump(self.frontmatter, allow_unicode=True, sort_keys=False,
+                              default_flow_style=False, width=4096)
+        text = f"---\n{meta}---\n"
+        if self.body.strip():
+            text += "\n" + self.body.strip("\n") + "\n"
+        return text
+
+
+# --------------------------------------------------------------------------- public functions
+
+
+def normalize_meta_and_body(draft: str, *, note_type: str, schema: InterviewSchema,
+                            now: datetime | None = None) -> NoteDraft:
+    """Parse an LLM reply into a NoteDraft that only has the frontmatter fields `schema` allows."""
+    warnings: list[str] = []
+    text = _extract_note_text(_clean_newlines(draft or ""), warnings)
+    if not text.strip():
+        warnings.append("the reply was empty; started an empty draft")
+    fm_text, body = _split_frontmatter(text, warnings)
+    fields: dict[str, Any] = {}
+    if fm_text is not None:
+        fields, leftover = _parse_frontmatter(fm_text, warnings)
+        if leftover:
+            body = leftover + "\n\n" + body
+    body = _merge_leading_frontmatters(body, fields, warnings)
+    draft_note = _assemble(fields, body, note_type=note_type, schema=schema, now=now,
+                           warnings=warnings, warn_missing=True)
+    for w in draft_note.warnings:
+        logger.debug("draft %s: %s", draft_note.note_id, w)
+    return draft_note
+
+
+def empty_draft(note_type: str, schema: InterviewSchema, title: str | None = None,
+                now: datetime | None = None) -> NoteDraft:
+    """The schema's blank note: every required and optional field empty, every section a heading."""
+    fields: dict[str, Any] = {"title": title or DEFAULT_TITLE}
+    for name in [*schema.required, *schema.optional]:
+        fields.setdefault(name, "")
+    return _assemble(fields, "", note_type=note_type, schema=schema, now=now, warnings=[], warn_missing=False)
+
+
+def slugify(text: str) -> str:
+    """ASCII slug: "Größe & Maß" -> "groesse-mass"; empty when nothing ASCII is left."""
+    folded = unicodedata.normalize("NFC", text).casefold()
+    folded = folded.translate(str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}))
+    ascii_only = unicodedata.normalize("NFKD", folded).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", ascii_only).strip("-")[:60].strip("-")
+
+
+def make_note_id(title: str, created: str) -> str:
+    """Deterministic id: slug of the title plus a short hash of title and creation date."""
+    digest = hashlib.sha1(f"{title}|{created}".encode()).hexdigest()[:8]
+    return f"{slugify(title) or 'note'}-{digest}"
+
+
+# --------------------------------------------------------------------------- code blocks
+
+
+@dataclass(frozen=True)
+class _Block:
+    info: str
+    content: str
+    closed: bool
+
+
+def _clean_newlines(text: str) -> str:
+    return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _code_blocks(text: str) -> list[_Block]:
+    lines = text.split("\n")
+    blocks: list[_Block] = []
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info = m["fence"], m["info"].lower()
+        # LLMs nest ```python inside a ```markdown block with the same fence; count those
+        nests = len(fence) == 3 and info in _NESTING_INFOS
+        depth, j, content, closed = 0, i + 1, [], False
+        while j < len(lines):
+            inner = _FENCE.match(lines[j])
+            if inner and inner["fence"][0] == fence[0] and len(inner["fence"]) >= len(fence):
+                if inner["info"]:
+                    depth += 1 if nests else 0
+                elif depth:
+                    depth -= 1
+                else:
+                    closed = True
+                    break
+            content.append(lines[j])
+            j += 1
+        blocks.append(_Block(info, "\n".join(content), closed))
+        i = j + 1
+    return blocks
+
+
+def _starts_with_frontmatter(text: str) -> bool:
+    first = next((line for line in text.split("\n") if line.strip()), "")
+    return first.strip() == "---"
+
+
+def _extract_note_text(reply: str, warnings: list[str]) -> str:
+    candidates = [b for b in _code_blocks(reply) if b.info in _DRAFT_INFOS]
+    if not candidates:
+        return _drop_preamble(reply, warnings)
+    with_meta = [b for b in candidates if _starts_with_frontmatter(b.content)]
+    chosen = max(with_meta or candidates, key=lambda b: len(b.content))  # first on ties
+    if len(candidates) > 1:
+        why = "the one with frontmatter" if with_meta else "the longest"
+        warnings.append(f"the reply had {len(candidates)} code blocks; used {why}")
+    if not chosen.closed:
+        warnings.append("the code block was not closed; used the text up to the end of the reply")
+    if chosen.info in {"yaml", "yml"} and not _starts_with_frontmatter(chosen.content):
+        return f"---\n{chosen.content}\n---\n"  # a bare YAML block is the frontmatter
+    return chosen.content
+
+
+def _drop_preamble(reply: str, warnings: list[str]) -> str:
+    """Without a code block, chatter before a complete frontmatter ("Hier ist der Entwurf:") is dropped."""
+    if _starts_with_frontmatter(reply):
+        return reply
+    lines = reply.split("\n")
+    for i, line in enumerate(lines):
+        if line.strip() != "---":
+            continue
+        end = _closing_fence(lines, i)
+        if end is not None and end > i + 1 and _KEY_LINE.match(lines[i + 1]):
+            warnings.append("dropped the text before the frontmatter: "
+                            + _shorten(" ".join(x.strip() for x in lines[:i] if x.strip())))
+            return "\n".join(lines[i:])
+        break
+    return reply
+
+
+# --------------------------------------------------------------------------- frontmatter
+
+
+def _yamlish(line: str) -> bool:
+    """Could this line be part of a YAML mapping written by an LLM?"""
+    return (not line.strip() or line.lstrip().startswith("#") or bool(_KEY_LINE.match(line))
+            or bool(_LIST_ITEM.match(line)) or line[:1] in (" ", "\t"))
+
+
+def _closing_fence(lines: list[str], start: int) -> int | None:
+    for j in range(start + 1, len(lines)):
+        if lines[j].strip() in _FM_FENCE:
+            return j if all(_yamlish(x) for x in lines[start + 1:j]) else None
+    return None
+
+
+def _split_frontmatter(text: str, warnings: list[str]) -> tuple[str | None, str]:
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if start is None or lines[start].strip() != "---":
+        return None, text
+    end = _closing_fence(lines, start)
+    if end is not None:
+        return "\n".join(lines[start + 1:end]), "\n".join(lines[end + 1:])
+    # unclosed: the frontmatter ends at the first line that is not YAML (headings count as not YAML)
+    end = start + 1
+    while end < len(lines) and _yamlish(lines[end]) and not lines[end].lstrip().startswith("#"):
+        end += 1
+    warnings.append(f"the frontmatter had no closing '---'; closed it before line {end + 1} of the draft")
+    return "\n".join(lines[start + 1:end]), "\n".join(lines[end:])
+
+
+def _parse_frontmatter(fm_text: str, warnings: list[str]) -> tuple[dict[str, Any], str]:
+    """Fields of a frontmatter block, and the text that could not be read as fields (for the body)."""
+    try:
+        data = yaml.safe_load(fm_text)
+        error = None
+    except yaml.YAMLError as exc:
+        data, error = None, exc
+    if error is None:
+        if data is None:
+            return {}, ""
+        if isinstance(data, dict):
+            return {str(k): v for k, v in data.items()}, ""
+        if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
+            warnings.append("the frontmatter was a list of fields; merged them into one mapping")
+            merged: dict[str, Any] = {}
+            for item in data:
+                for k, v in item.items():
+                    merged.setdefault(str(k), v)
+            return merged, ""
+    fields, rest = _parse_lines(fm_text)
+    problem = _yaml_problem(error) if error else f"it is a {type(data).__name__}, not a mapping"
+    if not fields:
+        warnings.append(f"the frontmatter could not be read ({problem}); moved it into the body")
+        return {}, fm_text.strip("\n")
+    warnings.append(f"the frontmatter is not valid YAML ({problem}); read it line by line")
+    if rest:
+        warnings.append(f"moved {len(rest)} unreadable frontmatter line(s) into the body")
+    return fields, "\n".join(rest)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    return f"line {mark.line + 1}: {problem}" if mark else str(problem)
+
+
+def _parse_lines(fm_text: str) -> tuple[dict[str, Any], list[str]]:
+    """Lenient `key: value` reader; `- item` lines under an empty key become its list."""
+    fields: dict[str, Any] = {}
+    rest: list[str] = []
+    current: str | None = None
+    for line in fm_text.split("\n"):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        item = _LIST_ITEM.match(line)
+        if item and current is not None and (fields[current] is None or isinstance(fields[current], list)):
+            fields[current] = [*(fields[current] or []), _scalar(item["item"] or "")]
+            continue
+        key = _KEY_LINE.match(line)
+        if key:
+            name = key["key"].strip().strip("\"'")
+            current = name
+            fields.setdefault(name, _scalar(key["value"] or ""))
+            continue
+        rest.append(line.strip())
+    return fields, rest
+
+
+def _scalar(raw: str) -> Any:
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw.strip("\"'")
+
+
+def _merge_leading_frontmatters(body: str, fields: dict[str, Any], warnings: list[str]) -> str:
+    """A body must not start with another `---` block: merge a second frontmatter, drop a bare rule."""
+    while _starts_with_frontmatter(body):
+        lines = body.split("\n")
+        start = next(i for i, line in enumerate(lines) if line.strip())
+        end = _closing_fence(lines, start)
+        extra: dict[str, Any] = {}
+        if end is not None:
+            try:
+                loaded = yaml.safe_load("\n".join(lines[start + 1:end]))
+                extra = loaded if isinstance(loaded, dict) else {}
+            except yaml.YAMLError:
+                extra = {}
+        if extra:
+            for k, v in extra.items():
+                fields.setdefault(str(k), v)
+            warnings.append("the body started with a second frontmatter; merged its fields")
+            body = "\n".join(lines[end + 1:])
+        else:
+            warnings.append("removed a '---' line at the start of the body (it would read as frontmatter)")
+            body = "\n".join(lines[start + 1:])
+    return body
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _plain(value: Any) -> Any:
+    """YAML/JSON-safe plain value: dates as ISO strings, tuples/sets as lists, keys as strings."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
+        return [_plain(v) for v in items]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value.strip() if isinstance(value, str) else value
+    return str(value)
+
+
+def _as_list(value: Any, *, split_spaces: bool) -> list[str]:
+    if value is None:
+        return []
+    raw = value if isinstance(value, list | tuple) else [value]
+    out: list[str] = []
+    for item in raw:
+        if isinstance(item, dict | list):
+            item = ", ".join(map(str, item.values() if isinstance(item, dict) else item))
+        pattern = r"[,\s]+" if split_spaces else r","
+        for part in re.split(pattern, str(item)):
+            part = part.strip().lstrip("#").strip() if split_spaces else part.strip()
+            if part and part not in out:
+                out.append(part)
+    return out
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str | list | dict) and not value)
+
+
+def _render_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(f"- {_inline(v)}" for v in value)
+    if isinstance(value, dict):
+        return "\n".join(f"- **{k}:** {_inline(v)}" for k, v in value.items())
+    return str(value).strip()
+
+
+def _inline(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_inline(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_inline(v) for v in value)
+    return " ".join(str(value).split())
+
+
+def _shorten(text: str, limit: int = _MAX_TITLE) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", name.strip().casefold())
+
+
+def _heading_key(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", unicodedata.normalize("NFC", text).casefold()))
+
+
+# --------------------------------------------------------------------------- body
+
+
+def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(line index, level, text) of the ATX headings outside fenced code."""
+    found: list[tuple[int, int, str]] = []
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        m = _FENCE.match(line)
+        if m:
+            if fence is None:
+                fence = m["fence"]
+            elif m["fence"][0] == fence[0] and len(m["fence"]) >= len(fence) and not m["info"]:
+                fence = None
+            continue
+        if fence is None:
+            h = _HEADING.match(line)
+            if h:
+                found.append((i, len(h["hashes"]), h["text"]))
+    return found
+
+
+def _add_to_section(body: str, heading: str, content: str) -> str:
+    """Append `content` to the `## heading` section, creating the section at the end when missing."""
+    lines = body.split("\n")
+    heads = _headings(lines)
+    for n, (index, level, text) in enumerate(heads):
+        if level >= 2 and _heading_key(text) == _heading_key(heading):
+            end = next((i for i, lvl, _ in heads[n + 1:] if lvl <= level), len(lines))
+            section = lines[index + 1:end]
+            while section and not section[-1].strip():
+                section.pop()
+            new = [*lines[:index + 1], *section, "", *content.split("\n"), ""]
+            return "\n".join(new + lines[end:]).strip("\n")
+    return _append_block(body, f"## {heading}\n\n{content}" if content else f"## {heading}")
+
+
+def _append_block(body: str, block: str) -> str:
+    body = body.rstrip("\n")
+    return f"{body}\n\n{block}" if body.strip() else block
+
+
+def _separate_rules(body: str) -> str:
+    """Keep `---` rules in the body as rules: a blank line before, so they never underline a heading."""
+    lines = body.split("\n")
+    out: list[str] = []
+    fence: str | None = None
+    for line in lines:
+        m = _FENCE.match(line)
+        if m:
+            fence = m["fence"] if fence is None else (None if not m["info"] else fence)
+        elif fence is None and line.strip() == "---" and out and out[-1].strip():
+            out.append("")
+        out.append(line.rstrip())
+    return "\n".join(out)
+
+
+def _title_from_body(body: str) -> str | None:
+    lines = body.split("\n")
+    for _, level, text in _headings(lines):
+        if level == 1 and text.strip():
+            return _shorten(text)
+    for line in lines:
+        cleaned = re.sub(r"^[\s#>*\-+]+|[*_`]+", "", line).strip()
+        if cleaned and not _FENCE.match(line) and cleaned != "---":
+            return _shorten(cleaned)
+    return None
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def _assemble(fields: dict[str, Any], body: str, *, note_type: str, schema: InterviewSchema,
+              now: datetime | None, warnings: list[str], warn_missing: bool) -> NoteDraft:
+    allowed = list(dict.fromkeys([*ALWAYS_ALLOWED[:3], *schema.required, *schema.optional, *ALWAYS_ALLOWED[3:]]))
+    canonical = {_key(a): a for a in allowed}
+    meta: dict[str, Any] = {}
+    invented: list[tuple[str, Any]] = []
+    for raw_key, value in fields.items():
+        name = canonical.get(_key(raw_key))
+        if name is None:
+            invented.append((raw_key, _plain(value)))
+        elif name in meta:
+            warnings.append(f"field '{raw_key}' repeats '{name}'; kept the first value")
+        else:
+            meta[name] = _plain(value)
+
+    body = _separate_rules(body.strip("\n"))
+    for raw_key, value in invented:
+        heading = raw_key.strip().replace("_", " ")
+        heading = heading[:1].upper() + heading[1:]
+        if _is_empty(value):
+            warnings.append(f"dropped the empty field '{raw_key}' (not a field of the {note_type} schema)")
+            continue
+        body = _add_to_section(body, heading, _render_value(value))
+        warnings.append(f"moved the field '{raw_key}' into the body as '## {heading}' "
+                        f"(not a field of the {note_type} schema)")
+
+    given_type = meta.get("type")
+    if given_type not in (None, "", note_type):
+        warnings.append(f"type '{given_type}' replaced by '{note_type}'")
+    meta["type"] = note_type
+
+    title = meta.get("title")
+    title = _shorten(str(title)) if not _is_empty(title) and not isinstance(title, list | dict) else None
+    title = title or _title_from_body(body) or DEFAULT_TITLE
+    meta["title"] = title
+
+    now = now or datetime.now().astimezone()
+    created = _iso_day(meta.get("created"))
+    if created is None and not _is_empty(meta.get("created")):
+        warnings.append(f"created '{meta['created']}' is not a date (YYYY-MM-DD); used today")
+    meta["created"] = created or now.date().isoformat()
+
+    given_id = meta.get("id")
+    if isinstance(given_id, str) and _ID_OK.match(given_id):
+        note_id = given_id
+    else:
+        if not _is_empty(given_id):
+            warnings.append(f"id {given_id!r} is not a valid id; generated one from the title")
+        note_id = make_note_id(title, meta["created"])
+    meta["id"] = note_id
+
+    for name, split in (("tags", True), ("aliases", False)):
+        if name in meta:
+            meta[name] = _as_list(meta[name], split_spaces=split)
+
+    for name in schema.required:
+        if _is_empty(meta.get(name)):
+            meta[name] = ""
+            if warn_missing:
+                warnings.append(f"required field '{name}' is empty; fill it in before saving")
+
+    present = {_heading_key(text) for _, _, text in _headings(body.split("\n"))}
+    for section in schema.sections:
+        if _heading_key(section) not in present:
+            body = _append_block(body, f"## {section}")
+
+    ordered = {k: meta[k] for k in allowed if k in meta}
+    body = body.strip("\n")
+    return NoteDraft(frontmatter=ordered, body=body + "\n" if body else "", title=title,
+                     note_type=note_type, note_id=note_id, warnings=warnings)
+
+
+def _iso_day(value: Any) -> str | None:
+    if isinstance(value, datetime | date):
+        return value.isoformat()[:10]
+    if isinstance(value, str):
+        m = _ISO_DAY.match(value.strip())
+        if m:
+            try:
+                return date.fromisoformat(m[1]).isoformat()
+            except ValueError:
+                return None
+    return None

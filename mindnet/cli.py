@@ -1,0 +1,152 @@
+"""mindnet's command line: ingest | dry-run | check | query | eval | serve | feedback-report.
+
+Translates arguments into calls on core objects and renders their results; no logic of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mindnet.errors import MindnetError
+from mindnet.settings import Settings
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {}
+    if getattr(args, "vault", None):
+        overrides["vault_root"] = args.vault
+    return Settings.from_env(**overrides)
+
+
+# ---------------------------------------------------------------------------- ingest
+
+
+def render_import_report(report, as_json: bool) -> None:
+    data = report.as_dict()
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    t = Table(title=f"Import of {data['vault']}", show_header=False)
+    for key in ("notes", "new", "changed", "unchanged", "deleted", "edges_rewritten", "chunks", "edges"):
+        t.add_row(key, str(data[key]))
+    t.add_row("edges by kind", ", ".join(f"{k} {v}" for k, v in data["edges_by_kind"].items()))
+    t.add_row("unresolved links", str(len(data["unresolved_links"])))
+    t.add_row("embedding", f"{data['embedded_texts']} texts in {data['embedding_calls']} calls, "
+                           f"{data['seconds_embedding']:.2f} s")
+    other = data["seconds_total"] - data["seconds_embedding"]
+    share = 100 * other / data["seconds_total"] if data["seconds_total"] else 0
+    t.add_row("time", f"{data['seconds_total']:.2f} s total, {other:.2f} s ({share:.0f}%) besides embedding")
+    console.print(t)
+    for line in data["skipped"]:
+        console.print(f"[red]skipped[/red] {line}", markup=True, highlight=False)
+    for line in data["warnings"]:
+        console.print(f"[yellow]warning[/yellow] {line}", markup=True, highlight=False)
+    for u in data["unresolved_links"][:20]:
+        console.print(f"[dim]unresolved link[/dim] {u['note']}: [[{u['link']}]]", highlight=False)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from mindnet.service import Mindnet
+    settings = _settings(args)
+    app = Mindnet(settings)
+    vault = Path(args.vault or settings.vault_root)
+    with Progress(TextColumn("[bold]importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err_console, transient=True,
+                  disable=args.json or not err_console.is_terminal) as bar:
+        task = bar.add_task("", total=None)
+
+        def progress(done: int, total: int, path: str) -> None:
+            bar.update(task, completed=done, total=total, description=path)
+
+        report = app.ingest(vault, full=args.full, progress=progress)
+    render_import_report(report, args.json)
+    if args.strict and report.issues:
+        err_console.print(f"--strict: {len(report.issues)} problems reported; exiting with 1")
+        return 1
+    return 0
+
+
+def cmd_dry_run(args: argparse.Namespace) -> int:
+    from mindnet.indexing.pipeline import dry_run_payloads, plan_vault
+    from mindnet.indexing.report import ImportReport
+    settings = _settings(args)
+    vault = Path(args.vault or settings.vault_root)
+    report = ImportReport(vault=str(vault))
+    planned = plan_vault(vault, settings.types, report)
+    data = dry_run_payloads(planned, settings.types)
+    data["issues"] = [str(i) for i in report.issues]
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from mindnet.service import Mindnet
+    from mindnet.store.integrity import check_index
+    settings = _settings(args)
+    report = check_index(Mindnet(settings).client, settings.collection_prefix)
+    data = report.as_dict()
+    if args.json:
+        console.print_json(json.dumps(data))
+    else:
+        console.print(f"notes {data['notes']}, chunks {data['chunks']}, edges {data['edges']}")
+        for key in ("missing_collections", "dangling_edges", "orphan_chunks", "missing_chunks", "missing_indexes"):
+            if data[key]:
+                console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {data[key][:3]}")
+        console.print(f"unresolved links: {len(data['unresolved'])}")
+        console.print("[green]index OK[/green]" if data["ok"] else "[red]index BROKEN[/red]: run `mindnet ingest --full`")
+    return 1 if report.broken else 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mindnet", description="A local, graph-aware second brain for your vault.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug output")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="import the vault into Qdrant (incremental)")
+    p.add_argument("vault", nargs="?", help="vault folder (default: MINDNET_VAULT_ROOT or the sample vault)")
+    p.add_argument("--full", action="store_true", help="drop the index and rebuild it")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any note was skipped or warned about")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = sub.add_parser("dry-run", help="print notes/chunks/edges payloads as JSON without Qdrant or embeddings")
+    p.add_argument("vault", nargs="?")
+
+    p = sub.add_parser("check", help="report graph integrity; exit 1 when the index is broken")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except MindnetError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted: what was written is consistent; run the same command again to finish")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""Markdown-aware chunking: split a note body into blocks, then pack blocks into chunks by profile.
+
+Blocks are headings, paragraphs, lists, block quotes/callouts, tables and fenced code. A chunk never cuts a
+code block or a table row; it prefers to end before a heading, then between blocks, and only cuts a too-long
+paragraph between sentences. Each chunk keeps the heading path it sits under.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from mindnet.settings import ChunkProfile, ChunkStrategy
+
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+FENCE = re.compile(r"^\s*(```|~~~)")
+SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'»„(\[]?[A-ZÄÖÜ0-9])")
+
+
+@dataclass
+class Block:
+    kind: str                 # heading | paragraph | code | table | quote | list
+    text: str
+    heading_path: list[str]   # headings above this block (for a heading: including itself)
+    line: int                 # 0-based line in the body
+    level: int = 0            # heading level
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+
+@dataclass
+class Chunk:
+    text: str
+    heading_path: list[str]
+    start_line: int
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+
+def _kind_of(line: str) -> str:
+    s = line.lstrip()
+    if s.startswith("|"):
+        return "table"
+    if s.startswith(">"):
+        return "quote"
+    if re.match(r"^([-*+]|\d+[.)])\s", s):
+        return "list"
+    return "paragraph"
+
+
+def split_blocks(body: str) -> list[Block]:
+    lines = body.split("\n")
+    blocks: list[Block] = []
+    path: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        heading = HEADING.match(line)
+        fence = FENCE.match(line)
+        if heading:
+            level, title = len(heading.group(1)), heading.group(2)
+            path = [(lv, t) for lv, t in path if lv < level] + [(level, title)]
+            blocks.append(Block("heading", line.strip(), [t for _, t in path], i, level))
+            i += 1
+        elif fence:
+            marker, start = fence.group(1), i
+            i += 1
+            while i < len(lines) and not lines[i].lstrip().startswith(marker):
+                i += 1
+            i = min(i + 1, len(lines))  # include the closing fence (an unclosed one runs to the end)
+            blocks.append(Block("code", "\n".join(lines[start:i]), [t for _, t in path], start))
+        else:
+            kind, start = _kind_of(line), i
+            i += 1
+            while i < len(lines) and lines[i].strip() and not HEADING.match(lines[i]) and not FENCE.match(lines[i]):
+                nxt = _kind_of(lines[i])
+                # a list may continue with indented lines; tables and quotes only with their own kind
+                if nxt != kind and not (kind in ("list", "paragraph") and nxt == "paragraph"):
+                    break
+                i += 1
+            blocks.append(Block(kind, "\n".join(lines[start:i]).rstrip(), [t for _, t in path], start))
+    return blocks
+
+
+def _split_long(block: Block, max_words: int, target_words: int) -> list[Block]:
+    """Cut a block that alone exceeds max_words: tables/lists between lines, prose between sentences.
+    Code blocks are never cut."""
+    if block.words <= max_words or block.kind in ("code", "heading"):
+        return [block]
+    if block.kind in ("table", "list", "quote"):
+        units = block.text.split("\n")
+        header = units[:2] if block.kind == "table" and len(units) > 2 else []
+        units = units[len(header):]
+        joiner = "\n"
+    else:
+        units = SENTENCE_END.split(block.text)
+        header, joiner = [], " "
+    pieces: list[list[str]] = [[]]
+    for unit in units:
+        current = pieces[-1]
+        if current and len(joiner.join(current + [unit]).split()) > target_words:
+            pieces.append([])
+        pieces[-1].append(unit)
+    out = []
+    for n, piece in enumerate(pieces):
+        text = joiner.join((header if n else header) + piece) if header else joiner.join(piece)
+        if text.strip():
+            out.append(Block(block.kind, text, block.heading_path, block.line))
+    return out
+
+
+def pack_chunks(blocks: list[Block], profile: ChunkProfile) -> list[Chunk]:
+    units: list[Block] = []
+    for b in blocks:
+        units.extend(_split_long(b, profile.max_words, profile.target_words))
+
+    chunks: list[Chunk] = []
+    current: list[Block] = []
+
+    def words(bs: list[Block]) -> int:
+        return sum(b.words for b in bs)
+
+    def only_headings(bs: list[Block]) -> bool:
+        return all(b.kind == "heading" for b in bs)
+
+    def flush() -> None:
+        if not current or only_headings(current):
+            return
+        # headings at the end belong to what follows them, so they open the next chunk
+        cut = len(current)
+        while current[cut - 1].kind == "heading":
+            cut -= 1
+        body, carry = current[:cut], current[cut:]
+        first = next(b for b in body if b.kind != "heading")
+        path = body[0].heading_path if body[0].kind == "heading" else first.heading_path
+        chunks.append(Chunk("\n\n".join(b.text for b in body), list(path), body[0].line, list(body)))
+        current[:] = carry
+
+    for block in units:
+        if current and not only_headings(current):
+            size = words(current)
+            if block.kind == "heading":
+                # by_heading: every heading opens a chunk; sliding: only once the chunk is half full
+                if profile.strategy is ChunkStrategy.BY_HEADING or size >= profile.target_words // 2:
+                    flush()
+            elif size + block.words > profile.max_words or (
+                    size >= profile.target_words and profile.strategy is ChunkStrategy.SLIDING):
+                flush()
+        current.append(block)
+    flush()
+    if current and chunks:  # trailing headings without content join the last chunk
+        last = chunks[-1]
+        last.text += "\n\n" + "\n\n".join(b.text for b in current)
+    elif current:
+        chunks.append(Chunk("\n\n".join(b.text for b in current), current[-1].heading_path, current[0].line,
+                            list(current)))
+    return chunks
+
+
+def overlap_prefix(previous_text: str, overlap_words: int) -> str:
+    if overlap_words <= 0 or not previous_text:
+        return ""
+    return " ".join(previous_text.split()[-overlap_words:])
+
+
+def chunk_body(body: str, profile: ChunkProfile) -> list[tuple[Chunk, str]]:
+    """Chunks with their embedding window (overlap from the previous chunk + the chunk's own text)."""
+    chunks = pack_chunks(split_blocks(body), profile)
+    out = []
+    for n, chunk in enumerate(chunks):
+        prefix = overlap_prefix(chunks[n - 1].text, profile.overlap_words) if n else ""
+        out.append((chunk, f"{prefix}\n\n{chunk.text}" if prefix else chunk.text))
+    return out

@@ -1,0 +1,61 @@
+"""Unlinked mentions: a chunk names another note's title or alias as a whole word without linking it.
+
+One Aho-Corasick automaton over all titles and aliases scans each chunk once, so the cost grows with the
+text, not with the number of notes (a 10,000-note vault needs no title-by-title regex loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import ahocorasick
+
+from mindnet.settings import MentionSettings
+from mindnet.vault.links import mask_code, strip_links
+from mindnet.vault.note import Note
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+class MentionIndex:
+    def __init__(self, notes: Iterable[Note], settings: MentionSettings) -> None:
+        self.settings = settings
+        self._automaton = ahocorasick.Automaton()
+        names: dict[str, set[str]] = {}
+        for note in notes:
+            for name in [note.title, *note.aliases]:
+                key = name.strip().casefold()
+                if len(key) >= settings.min_title_length:
+                    names.setdefault(key, set()).add(note.note_id)
+        for key, ids in names.items():
+            self._automaton.add_word(key, (key, tuple(sorted(ids))))
+        self.size = len(names)
+        if names:
+            self._automaton.make_automaton()
+
+    def find(self, text: str, *, exclude: set[str] = frozenset()) -> list[tuple[str, str]]:
+        """(note_id, surface) for each note mentioned in `text`, longest match first, at most max_per_chunk."""
+        if not self.size:
+            return []
+        hay = strip_links(mask_code(text)).casefold()
+        spans: list[tuple[int, int, str, tuple[str, ...]]] = []
+        for end, (key, ids) in self._automaton.iter(hay):
+            start = end - len(key) + 1
+            if (start > 0 and _is_word_char(hay[start - 1])) or (end + 1 < len(hay) and _is_word_char(hay[end + 1])):
+                continue
+            spans.append((start, end, key, ids))
+        spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+        taken: list[tuple[int, int]] = []
+        found: dict[str, str] = {}
+        for start, end, key, ids in spans:
+            if any(start <= e and s <= end for s, e in taken):
+                continue  # "PageRank" inside an already matched "Personalized PageRank"
+            taken.append((start, end))
+            for note_id in ids:
+                if note_id not in exclude and note_id not in found:
+                    found[note_id] = key
+            if len(found) >= self.settings.max_per_chunk:
+                break
+        return list(found.items())[: self.settings.max_per_chunk]

@@ -1,0 +1,88 @@
+"""`MarkdownNoteParser`: a LlamaIndex NodeParser that turns vault notes into chunk `TextNode`s.
+
+Usable on its own in any LlamaIndex pipeline::
+
+    parser = MarkdownNoteParser.from_config(types_config)
+    nodes = parser.get_nodes_from_documents([Document(text=markdown, metadata={"path": "projects/x.md"})])
+
+Each node's id is ``{note_id}#c{index:02d}``; its text is the chunk without overlap (for display) and
+``metadata["window"]`` the overlap + text that is embedded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.node_parser import NodeParser
+from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
+from pydantic import Field
+
+from mindnet.indexing.chunker import chunk_body
+from mindnet.settings import TypesConfig
+from mindnet.vault.note import Note, parse_note
+
+# Payload keys the LLM and the embedding never see as "metadata text"; the title stays visible to both.
+_HIDDEN_FROM_EMBED = ["chunk_id", "note_id", "ord", "type", "retriever_weight", "chunk_profile", "neighbors_prev",
+                      "neighbors_next", "path", "tags", "heading_path", "window", "text", "aliases"]
+_HIDDEN_FROM_LLM = [k for k in _HIDDEN_FROM_EMBED if k not in ("path",)]
+
+
+def chunk_id(note_id: str, index: int) -> str:
+    return f"{note_id}#c{index:02d}"
+
+
+def embedding_input(node: BaseNode) -> str:
+    """What gets embedded for a chunk: the note title and the chunk's window (text with overlap)."""
+    meta = node.metadata
+    return f"{meta.get('title', '')}\n\n{meta.get('window') or node.get_content()}".strip()
+
+
+class MarkdownNoteParser(NodeParser):
+    """Chunks each note by its type's chunk profile (short, medium, long, by_heading ...)."""
+
+    types_config: TypesConfig = Field(description="the parsed config/types.yaml (profiles and types)")
+
+    @classmethod
+    def from_config(cls, types_config: TypesConfig, **kwargs: Any) -> MarkdownNoteParser:
+        return cls(types_config=types_config, **kwargs)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "MarkdownNoteParser"
+
+    def note_to_nodes(self, note: Note, source: RelatedNodeInfo | None = None) -> list[TextNode]:
+        spec = self.types_config.types[note.type]
+        profile = self.types_config.chunk_profiles[spec.chunk_profile]
+        pieces = chunk_body(note.body, profile)
+        ids = [chunk_id(note.note_id, n + 1) for n in range(len(pieces))]
+        source = source or RelatedNodeInfo(node_id=note.note_id)
+        nodes: list[TextNode] = []
+        for n, (chunk, window) in enumerate(pieces):
+            metadata = {
+                "chunk_id": ids[n], "note_id": note.note_id, "ord": n + 1, "title": note.title,
+                "path": note.path, "type": note.type, "retriever_weight": spec.retriever_weight,
+                "chunk_profile": spec.chunk_profile, "tags": list(note.tags), "aliases": list(note.aliases),
+                "heading_path": chunk.heading_path,
+                "neighbors_prev": [ids[n - 1]] if n else [], "neighbors_next": [ids[n + 1]] if n + 1 < len(ids) else [],
+                "text": chunk.text, "window": window, "line": note.body_line + chunk.start_line,
+            }
+            node = TextNode(id_=ids[n], text=chunk.text, metadata=metadata,
+                            excluded_embed_metadata_keys=_HIDDEN_FROM_EMBED + ["line"],
+                            excluded_llm_metadata_keys=_HIDDEN_FROM_LLM + ["line"])
+            node.relationships[NodeRelationship.SOURCE] = source
+            nodes.append(node)
+        for prev, nxt in zip(nodes, nodes[1:], strict=False):
+            prev.relationships[NodeRelationship.NEXT] = nxt.as_related_node_info()
+            nxt.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
+        return nodes
+
+    def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
+        out: list[BaseNode] = []
+        for doc in nodes:
+            meta = doc.metadata or {}
+            rel_path = str(meta.get("path") or meta.get("file_path") or meta.get("file_name") or f"{doc.node_id}.md")
+            note = parse_note(doc.get_content().encode("utf-8"), rel_path, self.types_config)
+            source = doc.as_related_node_info() if isinstance(doc, Document) else RelatedNodeInfo(node_id=note.note_id)
+            out.extend(self.note_to_nodes(note, source=source))
+        return out

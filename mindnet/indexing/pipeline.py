@@ -1,0 +1,288 @@
+"""The import pipeline: vault -> notes, chunks and edges in Qdrant, incrementally.
+
+Every run reads and parses the whole vault (cheap) and derives all edges again from the current set of notes,
+so links heal and mentions appear without special scripts. Only what differs from the index is written:
+  - a note whose fingerprint (file bytes, path, type settings, embedding model) changed is re-chunked,
+    embedded (through the cache) and rewritten; its stale chunks and edges are removed;
+  - an unchanged note whose derived edges changed gets only its edges rewritten;
+  - notes gone from the vault lose their note, chunks and edges.
+Per note the order is chunks -> edges -> note record, and the note record carries the fingerprint: a run
+that dies half-way leaves notes that simply look changed to the next run, which finishes the job.
+Embeddings are computed before anything of a note is touched, so a failed embedding leaves its previous
+version intact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.vector_stores.qdrant import QdrantVectorStore
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from mindnet.backends import Embedder
+from mindnet.errors import EmbeddingError, MindnetError
+from mindnet.indexing.edges import Edge, LinkResolver, derive_edges
+from mindnet.indexing.mentions import MentionIndex
+from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
+from mindnet.indexing.report import ImportReport
+from mindnet.indexing.sparse import sparse_doc_fn, sparse_query_fn
+from mindnet.settings import TypesConfig
+from mindnet.store import collections as coll
+from mindnet.vault.note import Note
+from mindnet.vault.scan import Issue, scan_vault
+
+log = logging.getLogger(__name__)
+PIPELINE_VERSION = "1"      # bump when chunking or payloads change shape: every note is rebuilt
+BATCH_NOTES = 16            # notes embedded together, then written together
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class PlannedNote:
+    note: Note
+    nodes: list[TextNode]
+    edges: list[Edge]
+    fingerprint: str
+    edges_hash: str
+
+
+def note_fingerprint(note: Note, types: TypesConfig, model_key: str) -> str:
+    spec = types.types[note.type]
+    profile = types.chunk_profiles[spec.chunk_profile]
+    parts = [PIPELINE_VERSION, note.content_hash, note.path, note.type, spec.model_dump_json(),
+             profile.model_dump_json(), model_key]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def edges_fingerprint(edges: list[Edge]) -> str:
+    rows = sorted(json.dumps(e.payload(), sort_keys=True) for e in edges)
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
+def chunk_vector_store(client: QdrantClient, prefix: str) -> QdrantVectorStore:
+    """The chunks collection as a LlamaIndex vector store (dense + our local BM25 sparse vectors)."""
+    return QdrantVectorStore(client=client, collection_name=coll.names(prefix)["chunks"], enable_hybrid=True,
+                             sparse_doc_fn=sparse_doc_fn, sparse_query_fn=sparse_query_fn,
+                             dense_vector_name=coll.DENSE, sparse_vector_name=coll.SPARSE, batch_size=128)
+
+
+def _as_point_node(node: TextNode, embedding: list[float]) -> TextNode:
+    """A copy of a parser node whose id (and neighbour ids) are Qdrant point UUIDs; the chunk id stays in
+    metadata["chunk_id"]."""
+    copy = node.model_copy(deep=True)
+    copy.id_ = coll.point_id(node.node_id)
+    for rel in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
+        if rel in copy.relationships:
+            copy.relationships[rel] = RelatedNodeInfo(node_id=coll.point_id(copy.relationships[rel].node_id))
+    copy.embedding = embedding
+    return copy
+
+
+def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_key: str = "",
+               parser: MarkdownNoteParser | None = None) -> list[PlannedNote]:
+    """Read, chunk and link the whole vault without touching Qdrant or an embedding model."""
+    parser = parser or MarkdownNoteParser.from_config(types)
+    notes, issues = scan_vault(vault, types)
+    report.issues.extend(issues)
+    resolver = LinkResolver(notes)
+    planned = []
+    mention_seconds = 0.0
+    start = time.perf_counter()
+    mentions = MentionIndex(notes, types.mentions) if types.mentions.enabled else None
+    mention_seconds += time.perf_counter() - start
+    for note in notes:
+        nodes = parser.note_to_nodes(note)
+        if not nodes:
+            report.issues.append(Issue("warning", note.path, "note has a title but no text; nothing to search"))
+        edges = derive_edges(note, nodes, resolver, types, mentions)
+        planned.append(PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key),
+                                   edges_fingerprint(edges)))
+    report.seconds_mentions = mention_seconds
+    return planned
+
+
+def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str, list[dict]]:
+    """The payloads an import would write, as plain JSON-able dicts (the seed's payload_dryrun)."""
+    notes, chunks, edges = [], [], []
+    for p in planned:
+        n = p.note
+        spec = types.types[n.type]
+        notes.append({"note_id": n.note_id, "title": n.title, "type": n.type, "path": n.path, "tags": n.tags,
+                      "aliases": n.aliases, "retriever_weight": spec.retriever_weight,
+                      "chunk_profile": spec.chunk_profile, "edge_defaults": spec.edge_defaults,
+                      "chunk_ids": [x.node_id for x in p.nodes]})
+        chunks += [dict(x.metadata) for x in p.nodes]
+        edges += [e.payload() for e in p.edges]
+    return {"notes": notes, "chunks": chunks, "edges": edges}
+
+
+class Importer:
+    def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig,
+                 concurrency: int = 5) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.names = coll.names(prefix)
+        self.embedder = embedder
+        self.types = types
+        self.parser = MarkdownNoteParser.from_config(types)
+        self.concurrency = concurrency
+
+    def plan(self, vault: Path, report: ImportReport) -> list[PlannedNote]:
+        return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser)
+
+    # ------------------------------------------------------------------ reading the index
+
+    def stored_notes(self) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        offset = None
+        while True:
+            points, offset = self.client.scroll(
+                self.names["notes"], limit=1000, offset=offset, with_vectors=False,
+                with_payload=qm.PayloadSelectorInclude(include=["note_id", "fingerprint", "edges_hash",
+                                                                "chunk_ids", "edge_ids", "path"]))
+            for p in points:
+                out[p.payload["note_id"]] = p.payload
+            if offset is None:
+                return out
+
+    # ------------------------------------------------------------------ writing
+
+    def _delete_points(self, collection: str, keys: list[str]) -> None:
+        if keys:
+            self.client.delete(collection, points_selector=qm.PointIdsList(points=[coll.point_id(k) for k in keys]))
+
+    def _write_edges(self, items: list[tuple[PlannedNote, dict | None]]) -> None:
+        points = [qm.PointStruct(id=coll.point_id(e.edge_id), vector={}, payload=e.payload())
+                  for p, _ in items for e in p.edges]
+        for i in range(0, len(points), 512):
+            self.client.upsert(self.names["edges"], points=points[i:i + 512])
+        for p, old in items:
+            if old:
+                keep = {e.edge_id for e in p.edges}
+                self._delete_points(self.names["edges"], [k for k in old.get("edge_ids", []) if k not in keep])
+
+    def _note_payload(self, p: PlannedNote) -> dict:
+        n = p.note
+        spec = self.types.types[n.type]
+        return {
+            "note_id": n.note_id, "title": n.title, "type": n.type, "path": n.path, "aliases": n.aliases,
+            "tags": n.tags, "retriever_weight": spec.retriever_weight, "chunk_profile": spec.chunk_profile,
+            "edge_defaults": spec.edge_defaults, "updated": int(n.mtime), "fulltext": n.body,
+            "frontmatter": n.frontmatter, "fingerprint": p.fingerprint, "edges_hash": p.edges_hash,
+            "chunk_ids": [x.node_id for x in p.nodes], "edge_ids": [e.edge_id for e in p.edges],
+            "embedding_model": self.embedder.key,
+        }
+
+    def _write_notes(self, planned: list[PlannedNote]) -> None:
+        points = [qm.PointStruct(id=coll.point_id(p.note.note_id), vector={}, payload=self._note_payload(p))
+                  for p in planned]
+        if points:
+            self.client.upsert(self.names["notes"], points=points)
+
+    async def _embed(self, p: PlannedNote, sem: asyncio.Semaphore) -> list[list[float]]:
+        async with sem:
+            return await self.embedder.aembed([embedding_input(n) for n in p.nodes], what=p.note.path)
+
+    async def _write_changed(self, batch: list[PlannedNote], stored: dict[str, dict], store: QdrantVectorStore,
+                             report: ImportReport, sem: asyncio.Semaphore) -> None:
+        results = await asyncio.gather(*(self._embed(p, sem) for p in batch), return_exceptions=True)
+        ok: list[tuple[PlannedNote, list[list[float]]]] = []
+        for p, res in zip(batch, results, strict=True):
+            if isinstance(res, EmbeddingError):
+                report.issues.append(Issue("error", p.note.path, f"{res}; the previous version stays in the index"))
+            elif isinstance(res, BaseException):
+                raise res
+            else:
+                ok.append((p, res))
+        nodes = [_as_point_node(n, v) for p, vecs in ok for n, v in zip(p.nodes, vecs, strict=True)]
+        if nodes:
+            store.add(nodes)
+        for p, _ in ok:
+            old = stored.get(p.note.note_id)
+            if old:
+                keep = {n.node_id for n in p.nodes}
+                self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
+        self._write_edges([(p, stored.get(p.note.note_id)) for p, _ in ok])
+        self._write_notes([p for p, _ in ok])
+        for p, _ in ok:
+            if p.note.note_id in stored:
+                report.changed += 1
+            else:
+                report.new += 1
+
+    def _delete_notes(self, note_ids: list[str]) -> None:
+        if not note_ids:
+            return
+        by_note = qm.Filter(must=[qm.FieldCondition(key="note_id", match=qm.MatchAny(any=note_ids))])
+        for kind in ("chunks", "edges"):
+            self.client.delete(self.names[kind], points_selector=qm.FilterSelector(filter=by_note))
+        self._delete_points(self.names["notes"], note_ids)
+
+    # ------------------------------------------------------------------ the run
+
+    async def arun(self, vault: Path, *, full: bool = False, progress: Progress | None = None) -> ImportReport:
+        started = time.perf_counter()
+        embed_seconds0, calls0, texts0 = self.embedder.seconds, self.embedder.calls, self.embedder.embedded
+        report = ImportReport(vault=str(vault))
+        planned = self.plan(vault, report)
+        if full:
+            coll.drop_all(self.client, self.prefix)
+        coll.ensure_collections(self.client, self.prefix, await self.embedder.aprobe_dim())
+        stored = self.stored_notes()
+        current = {p.note.note_id for p in planned}
+        # a note that fails to parse now keeps its previous version until it is fixed
+        unreadable = {i.path for i in report.skipped}
+        gone = [nid for nid, old in stored.items() if nid not in current and old.get("path") not in unreadable]
+        self._delete_notes(gone)
+        report.deleted = len(gone)
+
+        changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
+        changed_ids = {p.note.note_id for p in changed}
+        relinked = [p for p in planned if p.note.note_id not in changed_ids
+                    and stored[p.note.note_id].get("edges_hash") != p.edges_hash]
+        report.unchanged = len(planned) - len(changed)
+        if relinked:
+            self._write_edges([(p, stored[p.note.note_id]) for p in relinked])
+            self._write_notes(relinked)
+            report.edges_rewritten = len(relinked)
+
+        store = chunk_vector_store(self.client, self.prefix)
+        sem = asyncio.Semaphore(self.concurrency)
+        done = 0
+        for i in range(0, len(changed), BATCH_NOTES):
+            batch = changed[i:i + BATCH_NOTES]
+            await self._write_changed(batch, stored, store, report, sem)
+            done += len(batch)
+            if progress:
+                progress(done, len(changed), batch[-1].note.path)
+
+        failed = {i.path for i in report.skipped}
+        report.notes = len(planned)
+        for p in planned:
+            if p.note.path in failed:
+                continue
+            report.chunks += len(p.nodes)
+            report.edges_by_kind.update(e.kind for e in p.edges)
+            report.mention_edges += sum(e.kind == "mentions" for e in p.edges)
+            report.unresolved += [(p.note.path, e.target_text or e.target_id) for e in p.edges
+                                  if not e.resolved and e.rule_id.startswith(("explicit", "inline", "callout"))]
+        report.embedding_calls = self.embedder.calls - calls0
+        report.embedded_texts = self.embedder.embedded - texts0
+        report.seconds_embedding = self.embedder.seconds - embed_seconds0
+        report.seconds_total = time.perf_counter() - started
+        return report
+
+    def run(self, vault: Path, *, full: bool = False, progress: Progress | None = None) -> ImportReport:
+        return asyncio.run(self.arun(vault, full=full, progress=progress))
+
+
+__all__ = ["Importer", "ImportReport", "chunk_vector_store", "MindnetError"]

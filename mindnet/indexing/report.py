@@ -1,0 +1,53 @@
+"""The closing report of an import: what changed, what was skipped and why, and where the time went."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from mindnet.vault.scan import Issue
+
+
+@dataclass
+class ImportReport:
+    vault: str
+    notes: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    edges_rewritten: int = 0     # unchanged notes whose edges changed (a link healed, a mention appeared)
+    chunks: int = 0
+    edges_by_kind: Counter = field(default_factory=Counter)
+    unresolved: list[tuple[str, str]] = field(default_factory=list)   # (note path, link text)
+    issues: list[Issue] = field(default_factory=list)
+    embedded_texts: int = 0
+    embedding_calls: int = 0
+    seconds_total: float = 0.0
+    seconds_embedding: float = 0.0
+    seconds_mentions: float = 0.0
+    mention_edges: int = 0
+
+    @property
+    def skipped(self) -> list[Issue]:
+        return [i for i in self.issues if i.level == "error"]
+
+    @property
+    def warnings(self) -> list[Issue]:
+        return [i for i in self.issues if i.level == "warning"]
+
+    @property
+    def edges(self) -> int:
+        return sum(self.edges_by_kind.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "vault": self.vault, "notes": self.notes, "new": self.new, "changed": self.changed,
+            "unchanged": self.unchanged, "deleted": self.deleted, "edges_rewritten": self.edges_rewritten,
+            "skipped": [str(i) for i in self.skipped], "warnings": [str(i) for i in self.warnings],
+            "chunks": self.chunks, "edges": self.edges, "edges_by_kind": dict(sorted(self.edges_by_kind.items())),
+            "unresolved_links": [{"note": p, "link": t} for p, t in self.unresolved],
+            "embedded_texts": self.embedded_texts, "embedding_calls": self.embedding_calls,
+            "seconds_total": round(self.seconds_total, 3), "seconds_embedding": round(self.seconds_embedding, 3),
+            "seconds_mentions": round(self.seconds_mentions, 3), "mention_edges": self.mention_edges,
+        }

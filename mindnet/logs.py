@@ -1,0 +1,249 @@
+"""The data flywheel: every search and every rating as one JSON line (`data/logs/*.jsonl`).
+
+`search_history.jsonl` stores what the system showed (query, hits with score breakdowns);
+`feedback.jsonl` stores how the user rated it. Both join on `query_id` (a UUID4).
+Appends are safe across threads and processes: a file lock on `<file>.lock` plus one `os.write`
+of the whole line on an O_APPEND descriptor, so lines never interleave or tear.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from filelock import FileLock
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from mindnet.errors import QueryError
+
+logger = logging.getLogger(__name__)
+
+GENERATED_ANSWER = "generated_answer"
+
+
+def utc_now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def new_query_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _check_uuid4(value: str) -> str:
+    try:
+        parsed = uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise ValueError(f"{value!r} is not a UUID") from exc
+    if parsed.version != 4:
+        raise ValueError(f"{value!r} is not a UUID4")
+    return str(parsed)
+
+
+# --------------------------------------------------------------------------- JSONL file
+
+
+class JsonlLog:
+    """An append-only JSON-lines file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = FileLock(str(self.path) + ".lock")
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Append one record as one line (raises TypeError for values JSON cannot encode)."""
+        data = (json.dumps(dict(record), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                written = os.write(fd, data)
+                while written < len(data):  # only on a full disk or a signal; the lock keeps it whole
+                    logger.warning("%s: short write (%d of %d bytes); continuing", self.path, written, len(data))
+                    written += os.write(fd, data[written:])
+            finally:
+                os.close(fd)
+
+    def read(self) -> Iterator[dict[str, Any]]:
+        """Every record in file order; corrupt lines are skipped with a warning naming file and line."""
+        records, _ = self.read_from(0)
+        yield from records
+
+    def read_from(self, offset: int) -> tuple[list[dict[str, Any]], int]:
+        """Records of the complete lines after byte `offset`, and the offset to continue from."""
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            return [], offset
+        end = chunk.rfind(b"\n") + 1  # a line still being written has no newline yet
+        records: list[dict[str, Any]] = []
+        for n, raw in enumerate(chunk[:end].splitlines()):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                value, problem = None, str(exc)
+            else:
+                problem = "" if isinstance(value, dict) else "not a JSON object"
+            if problem:
+                logger.warning("%s:%d: skipping corrupt log line (%s)", self.path,
+                               self._line_number(offset) + n, problem)
+                continue
+            records.append(value)
+        return records, offset + end
+
+    def _line_number(self, offset: int) -> int:
+        """1-based number of the line starting at byte `offset` (only computed for warnings)."""
+        with open(self.path, "rb") as fh:
+            return fh.read(offset).count(b"\n") + 1
+
+
+# --------------------------------------------------------------------------- records
+
+
+class SearchHit(BaseModel):
+    node_id: str
+    note_id: str
+    title: str = ""
+    score: float
+    breakdown: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchRecord(BaseModel):
+    query_id: str = Field(default_factory=new_query_id)
+    query_text: str
+    timestamp: str = Field(default_factory=utc_now_iso)
+    mode: str
+    source: Literal["query", "chat"]
+    strategy: str | None = None
+    hits: list[SearchHit] = Field(default_factory=list)
+
+    @field_validator("query_id")
+    @classmethod
+    def _uuid4(cls, value: str) -> str:
+        return _check_uuid4(value)
+
+
+class FeedbackRecord(BaseModel):
+    query_id: str
+    node_id: str = GENERATED_ANSWER
+    score: int = Field(ge=1, le=5)
+    comment: str | None = None
+    timestamp: str = Field(default_factory=utc_now_iso)
+
+    @field_validator("query_id")
+    @classmethod
+    def _uuid4(cls, value: str) -> str:
+        return _check_uuid4(value)
+
+
+def _query_error(err: ValidationError, prefix: str = "") -> QueryError:
+    first = err.errors()[0]
+    field = prefix + ".".join(str(p) for p in first["loc"])
+    return QueryError(f"{first['msg']} (got {first.get('input')!r})", field=field)
+
+
+# --------------------------------------------------------------------------- flywheel
+
+
+class FlywheelLogs:
+    """search_history.jsonl + feedback.jsonl in `log_dir`, with the checks that keep them joinable."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = Path(log_dir)
+        self.search_history = JsonlLog(self.log_dir / "search_history.jsonl")
+        self.feedback = JsonlLog(self.log_dir / "feedback.jsonl")
+        self._known_ids: set[str] = set()
+        self._known_offset = 0  # bytes of search_history already read into _known_ids
+
+    def record_search(self, query_text: str, *, mode: str, source: Literal["query", "chat"],
+                      hits: Iterable[SearchHit | Mapping[str, Any]] = (), strategy: str | None = None,
+                      query_id: str | None = None) -> str:
+        """Log one search (its hits as shown) and return its query_id for later feedback."""
+        values: dict[str, Any] = {"query_text": query_text, "mode": mode, "source": source,
+                                  "strategy": strategy,
+                                  "hits": [h.model_dump() if isinstance(h, SearchHit) else dict(h) for h in hits]}
+        if query_id is not None:
+            values["query_id"] = query_id
+        try:
+            record = SearchRecord.model_validate(values)
+        except ValidationError as exc:
+            raise _query_error(exc) from exc
+        self.search_history.append(record.model_dump(mode="json"))
+        self._known_ids.add(record.query_id)
+        return record.query_id
+
+    def record_feedback(self, query_id: str, score: int, *, node_id: str = GENERATED_ANSWER,
+                        comment: str | None = None) -> FeedbackRecord:
+        """Log one rating (1..5) of an answer or of one source of a logged search."""
+        if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 5:
+            raise QueryError(f"score must be a whole number from 1 to 5, got {score!r}", field="score")
+        try:
+            record = FeedbackRecord(query_id=query_id, node_id=node_id, score=score,
+                                    comment=(comment or "").strip() or None)
+        except ValidationError as exc:
+            raise _query_error(exc) from exc
+        if not self._is_known(record.query_id):
+            raise QueryError(f"unknown query_id {query_id!r}: no search with this id in "
+                             f"{self.search_history.path}; send the query_id returned by the search",
+                             field="query_id")
+        self.feedback.append(record.model_dump(mode="json"))
+        return record
+
+    def _is_known(self, query_id: str) -> bool:
+        if query_id in self._known_ids:
+            return True
+        # another process may have logged it: read what was appended since the last look
+        records, self._known_offset = self.search_history.read_from(self._known_offset)
+        self._known_ids.update(str(r.get("query_id")) for r in records)
+        return query_id in self._known_ids
+
+    def feedback_report(self) -> dict[str, Any]:
+        """Ratings joined with their searches.
+
+        `answers`: all ratings of generated answers; `by_strategy`: the same per chat strategy ("none" for
+        /query searches); `by_node`: ratings of single sources with their note title. A later rating of the
+        same (query_id, node_id) replaces the earlier one; ratings of unknown searches count as `unmatched`.
+        """
+        searches = {str(r.get("query_id")): r for r in self.search_history.read()}
+        latest: dict[tuple[str, str], dict[str, Any]] = {}
+        for r in self.feedback.read():
+            latest[(str(r.get("query_id")), str(r.get("node_id", GENERATED_ANSWER)))] = r
+        answers: list[int] = []
+        by_strategy: dict[str, list[int]] = {}
+        by_node: dict[str, dict[str, Any]] = {}
+        unmatched = 0
+        for (query_id, node_id), r in latest.items():
+            search = searches.get(query_id)
+            score = r.get("score")
+            if search is None or not isinstance(score, int):
+                unmatched += 1
+                continue
+            if node_id == GENERATED_ANSWER:
+                answers.append(score)
+                by_strategy.setdefault(search.get("strategy") or "none", []).append(score)
+                continue
+            hit = next((h for h in search.get("hits") or [] if h.get("node_id") == node_id), {})
+            entry = by_node.setdefault(node_id, {"note_id": hit.get("note_id"), "title": hit.get("title"),
+                                                 "scores": []})
+            entry["scores"].append(score)
+        return {
+            "feedback_count": len(latest),
+            "unmatched": unmatched,
+            "answers": _summary(answers),
+            "by_strategy": {k: _summary(v) for k, v in sorted(by_strategy.items())},
+            "by_node": {k: {"note_id": v["note_id"], "title": v["title"], **_summary(v["scores"])}
+                        for k, v in sorted(by_node.items())},
+        }
+
+
+def _summary(scores: list[int]) -> dict[str, Any]:
+    return {"count": len(scores), "mean_score": round(sum(scores) / len(scores), 3) if scores else None}

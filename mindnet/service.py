@@ -1,0 +1,72 @@
+"""`Mindnet`: the one object that owns a Qdrant client, the embedding model and the components built on
+them. The CLI, the HTTP API and the chat UI all go through it, so a server process holds the local Qdrant
+folder once and serves import, query and chat from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from functools import cached_property
+from pathlib import Path
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from qdrant_client import QdrantClient
+
+from mindnet.backends import Embedder, EmbeddingCache, embedding_key, make_embedding
+from mindnet.indexing.pipeline import Importer, ImportReport, Progress
+from mindnet.settings import Settings
+from mindnet.store.client import open_client
+
+log = logging.getLogger(__name__)
+
+
+class Mindnet:
+    def __init__(self, settings: Settings, *, client: QdrantClient | None = None,
+                 embed_model: BaseEmbedding | None = None) -> None:
+        self.settings = settings
+        self._client = client
+        self._embed_model = embed_model
+        self.import_lock = threading.Lock()   # one import at a time per process
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Mindnet:
+        return cls(Settings.from_env(**overrides))
+
+    @cached_property
+    def client(self) -> QdrantClient:
+        return self._client or open_client(self.settings)
+
+    @cached_property
+    def embed_model(self) -> BaseEmbedding:
+        return self._embed_model or make_embedding(self.settings)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        cache = EmbeddingCache(self.settings.cache_dir / "embeddings.sqlite")
+        return Embedder(self.embed_model, embedding_key(self.settings), cache)
+
+    @cached_property
+    def importer(self) -> Importer:
+        return Importer(client=self.client, prefix=self.settings.collection_prefix, embedder=self.embedder,
+                        types=self.settings.types, concurrency=self.settings.embed_concurrency)
+
+    def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
+               ) -> ImportReport:
+        with self.import_lock:
+            return self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress)
+
+    async def aingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
+                      ) -> ImportReport:
+        # the lock is a threading lock: hold it in a worker thread-free way by running the import inline
+        if not self.import_lock.acquire(blocking=False):
+            from mindnet.errors import StoreError
+            raise StoreError("an import is already running in this process; wait for it to finish")
+        try:
+            return await self.importer.arun(Path(vault or self.settings.vault_root), full=full, progress=progress)
+        finally:
+            self.import_lock.release()
+
+    def close(self) -> None:
+        if "client" in self.__dict__:
+            self.client.close()

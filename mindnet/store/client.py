@@ -1,0 +1,78 @@
+"""Qdrant client factory: embedded local mode (a folder, the default), in-memory, or a Qdrant server.
+
+Local mode allows one client per folder. mindnet writes a `mindnet.pid` file beside Qdrant's own lock so
+that a second process is told which process holds the folder instead of Qdrant's bare RuntimeError.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from qdrant_client import QdrantClient
+
+from mindnet.errors import StoreError, StoreLockedError
+from mindnet.settings import Settings
+
+log = logging.getLogger(__name__)
+HOLDER_FILE = "mindnet.pid"
+
+
+def _holder_text(folder: Path) -> str:
+    try:
+        info = json.loads((folder / HOLDER_FILE).read_text())
+    except (OSError, ValueError):
+        return "another process (unknown: no mindnet.pid file)"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.get("started", 0)))
+    return f"process {info.get('pid')} ({info.get('command', '?')}, started {started})"
+
+
+def _write_holder(folder: Path) -> None:
+    path = folder / HOLDER_FILE
+    path.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv)[:200], "started": time.time()}))
+
+    def _remove() -> None:
+        try:
+            if json.loads(path.read_text()).get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError):
+            pass
+
+    atexit.register(_remove)
+
+
+def open_local(folder: Path | str) -> QdrantClient:
+    if str(folder) == ":memory:":
+        return QdrantClient(location=":memory:")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        client = QdrantClient(path=str(folder))
+    except RuntimeError as exc:
+        if "already accessed" not in str(exc):
+            raise StoreError(f"cannot open local Qdrant at {folder}: {exc}") from exc
+        raise StoreLockedError(
+            f"the local Qdrant folder {folder} is in use by {_holder_text(folder)}. Local mode allows one "
+            f"process per folder: stop that process, use its server (`mindnet serve` offers import and query), "
+            f"or run a Qdrant server and set MINDNET_QDRANT_URL") from exc
+    _write_holder(folder)
+    return client
+
+
+def open_client(settings: Settings) -> QdrantClient:
+    if settings.qdrant_url:
+        try:
+            return QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=30)
+        except Exception as exc:  # the client validates the URL eagerly
+            raise StoreError(f"MINDNET_QDRANT_URL={settings.qdrant_url!r}: cannot create client: {exc}") from exc
+    return open_local(settings.qdrant_path)
+
+
+def is_local(client: QdrantClient) -> bool:
+    from qdrant_client.local.qdrant_local import QdrantLocal
+    return isinstance(getattr(client, "_client", None), QdrantLocal)

@@ -1,0 +1,94 @@
+"""Collection names, schemas and point ids of the three mindnet collections.
+
+    <prefix>_notes   one point per note (payload only)
+    <prefix>_chunks  one point per chunk: dense vector `text-dense` + sparse BM25 vector `text-sparse-new`
+    <prefix>_edges   one point per edge (payload only)
+
+Vector names are llama-index-vector-stores-qdrant's defaults, so a plain `QdrantVectorStore` over the chunks
+collection (with or without hybrid) works for other pipelines.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from mindnet.errors import DimensionMismatchError
+from mindnet.store.client import is_local
+
+DENSE = "text-dense"
+SPARSE = "text-sparse-new"
+POINT_NAMESPACE = uuid.UUID("0c3f7e0a-4a0e-4a5e-8f8e-6a2b1f1d9c42")
+
+PAYLOAD_INDEXES: dict[str, dict[str, qm.PayloadSchemaType]] = {
+    "notes": {"note_id": qm.PayloadSchemaType.KEYWORD, "type": qm.PayloadSchemaType.KEYWORD,
+              "tags": qm.PayloadSchemaType.KEYWORD},
+    "chunks": {"note_id": qm.PayloadSchemaType.KEYWORD, "chunk_id": qm.PayloadSchemaType.KEYWORD,
+               "type": qm.PayloadSchemaType.KEYWORD, "tags": qm.PayloadSchemaType.KEYWORD,
+               "path": qm.PayloadSchemaType.KEYWORD},
+    "edges": {"source_id": qm.PayloadSchemaType.KEYWORD, "target_id": qm.PayloadSchemaType.KEYWORD,
+              "kind": qm.PayloadSchemaType.KEYWORD, "scope": qm.PayloadSchemaType.KEYWORD,
+              "note_id": qm.PayloadSchemaType.KEYWORD},
+}
+
+
+def names(prefix: str) -> dict[str, str]:
+    return {"notes": f"{prefix}_notes", "chunks": f"{prefix}_chunks", "edges": f"{prefix}_edges"}
+
+
+def point_id(key: str) -> str:
+    """Qdrant point ids must be UUIDs: derive one from a chunk id, note id or edge id."""
+    return str(uuid.uuid5(POINT_NAMESPACE, key))
+
+
+def chunks_dim(client: QdrantClient, prefix: str) -> int | None:
+    name = names(prefix)["chunks"]
+    if not client.collection_exists(name):
+        return None
+    vectors = client.get_collection(name).config.params.vectors
+    params = vectors.get(DENSE) if isinstance(vectors, dict) else vectors
+    return params.size if params else None
+
+
+def ensure_collections(client: QdrantClient, prefix: str, dim: int) -> None:
+    """Create missing collections; refuse a chunks collection built for another embedding dimension."""
+    coll = names(prefix)
+    existing = chunks_dim(client, prefix)
+    if existing is not None and existing != dim:
+        raise DimensionMismatchError(
+            f"collection {coll['chunks']} holds {existing}-d vectors but the embedding model gives {dim}-d; "
+            f"the embedding model changed: run `mindnet ingest --full` to rebuild the index")
+    if existing is None:
+        client.create_collection(
+            coll["chunks"], vectors_config={DENSE: qm.VectorParams(size=dim, distance=qm.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)})
+    for kind in ("notes", "edges"):
+        if not client.collection_exists(coll[kind]):
+            client.create_collection(coll[kind], vectors_config={})
+    if not is_local(client):  # payload indexes only exist on a Qdrant server (local mode ignores them)
+        for kind, fields in PAYLOAD_INDEXES.items():
+            have = client.get_collection(coll[kind]).payload_schema or {}
+            for field, schema in fields.items():
+                if field not in have:
+                    client.create_payload_index(coll[kind], field_name=field, field_schema=schema)
+
+
+def missing_payload_indexes(client: QdrantClient, prefix: str) -> list[str]:
+    if is_local(client):
+        return []
+    out = []
+    for kind, fields in PAYLOAD_INDEXES.items():
+        name = names(prefix)[kind]
+        if not client.collection_exists(name):
+            continue
+        have = client.get_collection(name).payload_schema or {}
+        out += [f"{name}.{f}" for f in fields if f not in have]
+    return out
+
+
+def drop_all(client: QdrantClient, prefix: str) -> None:
+    for name in names(prefix).values():
+        if client.collection_exists(name):
+            client.delete_collection(name)

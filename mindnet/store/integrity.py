@@ -1,0 +1,74 @@
+"""Graph integrity of an index: what `mindnet check` reports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from qdrant_client import QdrantClient
+
+from mindnet.store.collections import missing_payload_indexes, names
+
+
+def scroll_payloads(client: QdrantClient, collection: str, fields: list[str] | None = None) -> Iterator[dict]:
+    from qdrant_client import models as qm
+    selector = qm.PayloadSelectorInclude(include=fields) if fields else True
+    offset = None
+    while True:
+        points, offset = client.scroll(collection, limit=2000, offset=offset, with_vectors=False,
+                                       with_payload=selector)
+        for p in points:
+            yield p.payload or {}
+        if offset is None:
+            return
+
+
+@dataclass
+class IntegrityReport:
+    notes: int = 0
+    chunks: int = 0
+    edges: int = 0
+    dangling_edges: list[dict] = field(default_factory=list)      # resolved edges whose end does not exist
+    unresolved: list[dict] = field(default_factory=list)          # links to notes that do not exist (yet)
+    orphan_chunks: list[str] = field(default_factory=list)        # chunks whose note is gone
+    missing_chunks: list[str] = field(default_factory=list)       # chunks a note lists that are not stored
+    missing_collections: list[str] = field(default_factory=list)
+    missing_indexes: list[str] = field(default_factory=list)
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.dangling_edges or self.orphan_chunks or self.missing_chunks
+                    or self.missing_collections or self.missing_indexes)
+
+    def as_dict(self) -> dict:
+        return {"ok": not self.broken, "notes": self.notes, "chunks": self.chunks, "edges": self.edges,
+                "dangling_edges": self.dangling_edges, "unresolved": self.unresolved,
+                "orphan_chunks": self.orphan_chunks, "missing_chunks": self.missing_chunks,
+                "missing_collections": self.missing_collections, "missing_indexes": self.missing_indexes}
+
+
+def check_index(client: QdrantClient, prefix: str) -> IntegrityReport:
+    coll = names(prefix)
+    report = IntegrityReport()
+    report.missing_collections = [n for n in coll.values() if not client.collection_exists(n)]
+    if report.missing_collections:
+        return report
+    note_chunks: dict[str, list[str]] = {}
+    for p in scroll_payloads(client, coll["notes"], ["note_id", "chunk_ids"]):
+        note_chunks[p["note_id"]] = p.get("chunk_ids", [])
+    chunk_ids: set[str] = set()
+    for p in scroll_payloads(client, coll["chunks"], ["chunk_id", "note_id"]):
+        chunk_ids.add(p["chunk_id"])
+        if p.get("note_id") not in note_chunks:
+            report.orphan_chunks.append(p["chunk_id"])
+    report.notes, report.chunks = len(note_chunks), len(chunk_ids)
+    report.missing_chunks = sorted(c for ids in note_chunks.values() for c in ids if c not in chunk_ids)
+    known = chunk_ids | set(note_chunks)
+    for e in scroll_payloads(client, coll["edges"]):
+        report.edges += 1
+        if not e.get("resolved", True):
+            report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"]})
+        elif e["source_id"] not in known or e["target_id"] not in known:
+            report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
+    report.missing_indexes = missing_payload_indexes(client, prefix)
+    return report

@@ -1,0 +1,59 @@
+"""YAML frontmatter between `---` fences at the top of a note."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from mindnet.errors import VaultError
+
+FENCE = "---"
+
+
+def split_frontmatter(text: str, *, path: str = "") -> tuple[dict[str, Any], str, int]:
+    """Return (frontmatter, body, body_first_line). Lines are 1-based.
+
+    A note without a leading fence has empty frontmatter. An opening fence without a closing one, YAML that
+    does not parse, or YAML that is not a mapping raise a VaultError naming the line.
+    """
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != FENCE:
+        return {}, text, 1
+    for end in range(1, len(lines)):
+        if lines[end].strip() in (FENCE, "..."):
+            break
+    else:
+        raise VaultError("frontmatter opened with '---' but never closed", path=path, line=1,
+                         hint="add a closing '---' line after the YAML block")
+    raw = "\n".join(lines[1:end])
+    try:
+        meta = yaml.safe_load(raw) if raw.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1  # +1 for the fence, +1 for 1-based lines
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise VaultError(f"frontmatter is not valid YAML: {problem}", path=path, line=line,
+                         hint="check quotes and indentation of that line") from exc
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise VaultError(f"frontmatter must be a mapping of keys, got {type(meta).__name__}", path=path, line=2,
+                         hint="write it as 'key: value' lines")
+    body = "\n".join(lines[end + 1:])
+    return {str(k): v for k, v in meta.items()}, body, end + 2
+
+
+def as_string_list(value: Any) -> list[str]:
+    """Frontmatter lists come as YAML lists or as comma strings ("a, b"); both become a clean list."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list | tuple | set) else str(value).split(",")
+    out: list[str] = []
+    for item in items:
+        if item is None:
+            continue
+        s = str(item).strip()
+        if s and s not in out:
+            out.append(s)
+    return out

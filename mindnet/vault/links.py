@@ -1,0 +1,107 @@
+"""Link syntax in note bodies: wikilinks, embeds, inline typed relations, edge callouts and #tags.
+
+    [[Note]]  [[Note|shown]]  [[Note#Heading]]  ![[Note]]       -> references (embed: rule explicit:embed)
+    [[rel:depends_on Note]]                                      -> depends_on
+    > [!edge] depends_on: [[A]] [[B]]                            -> depends_on to A and B (any number of targets)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+REL_PREFIX = re.compile(r"^rel:\s*([A-Za-z_][\w-]*)\s+(.+)$", re.IGNORECASE)
+CALLOUT_START = re.compile(r"^\s*>\s*\[!edge\][+-]?\s*(.*)$", re.IGNORECASE)
+CALLOUT_KIND = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*:\s*(.*)$")
+FENCE = re.compile(r"^\s*(```|~~~)")
+# a tag starts after whitespace or line start, is not a heading marker and not only digits
+TAG = re.compile(r"(?:(?<=\s)|^)#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)", re.UNICODE | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class LinkRef:
+    """One link found in text. `kind` is the edge kind, `rule_id` the rule that produced it."""
+
+    target: str        # the note as written: title, alias, file name or path
+    kind: str
+    rule_id: str
+    heading: str | None = None
+    line: int = 0      # 0-based line within the scanned text
+
+
+def _split_target(inner: str) -> tuple[str, str | None]:
+    target = inner.split("|", 1)[0]
+    heading = None
+    if "#" in target:
+        target, heading = target.split("#", 1)
+        heading = heading.strip() or None
+    return target.strip(), heading
+
+
+def mask_code(text: str) -> str:
+    """Blank out fenced code blocks and inline code so links and tags inside them are not read."""
+    out, in_fence = [], False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            in_fence = not in_fence
+            out.append("")
+            continue
+        out.append("" if in_fence else re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), line))
+    return "\n".join(out)
+
+
+def extract_links(text: str) -> list[LinkRef]:
+    """All links of `text` in reading order. Callout links are typed by the callout and not counted twice."""
+    refs: list[LinkRef] = []
+    lines = mask_code(text).split("\n")
+    callout_kind: str | None = None
+    in_callout = False
+    for no, line in enumerate(lines):
+        start = CALLOUT_START.match(line)
+        if start:
+            in_callout, callout_kind = True, None
+            rest = start.group(1)
+        elif in_callout and line.lstrip().startswith(">"):
+            rest = line.lstrip()[1:]
+        else:
+            in_callout = False
+            rest = None
+        if in_callout and rest is not None:
+            m = CALLOUT_KIND.match(rest)
+            if m:
+                callout_kind, rest = m.group(1).lower(), m.group(2)
+            if callout_kind:
+                for link in WIKILINK.finditer(rest):
+                    target, heading = _split_target(link.group(2))
+                    if target:
+                        refs.append(LinkRef(target, callout_kind, "callout:edge", heading, no))
+                continue
+        for link in WIKILINK.finditer(line):
+            inner = link.group(2).strip()
+            rel = REL_PREFIX.match(inner)
+            if rel:
+                target, heading = _split_target(rel.group(2))
+                if target:
+                    refs.append(LinkRef(target, rel.group(1).lower(), "inline:rel", heading, no))
+                continue
+            target, heading = _split_target(inner)
+            if not target:
+                continue
+            rule = "explicit:embed" if link.group(1) else "explicit:wikilink"
+            refs.append(LinkRef(target, "references", rule, heading, no))
+    return refs
+
+
+def extract_tags(text: str) -> list[str]:
+    tags: list[str] = []
+    for m in TAG.finditer(mask_code(text)):
+        tag = m.group(1).rstrip("/-")
+        if tag and tag not in tags:
+            tags.append(tag)
+    return tags
+
+
+def strip_links(text: str) -> str:
+    """Text with every [[...]] replaced by spaces of equal length (offsets stay valid)."""
+    return WIKILINK.sub(lambda m: " " * len(m.group(0)), text)

@@ -1,0 +1,117 @@
+"""A note read from the vault: its identity, type, metadata and body."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from fnmatch import fnmatch
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from mindnet.errors import VaultError
+from mindnet.settings import TypesConfig
+from mindnet.vault.frontmatter import as_string_list, split_frontmatter
+from mindnet.vault.links import extract_tags
+
+# Stable namespace for note ids derived from paths: the same path gives the same id on every machine.
+NOTE_NAMESPACE = uuid.UUID("6f1c5c3e-7a55-4c8e-9d5e-3b1e2b7d0a11")
+H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+@dataclass
+class Note:
+    note_id: str
+    path: str                  # vault-relative, POSIX separators
+    title: str
+    type: str
+    aliases: list[str]
+    tags: list[str]
+    frontmatter: dict[str, Any]
+    body: str
+    body_line: int             # 1-based line of the body's first line in the file
+    content_hash: str          # sha256 of the raw file bytes
+    mtime: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def stem(self) -> str:
+        return PurePosixPath(self.path).stem
+
+
+def path_note_id(rel_path: str) -> str:
+    return str(uuid.uuid5(NOTE_NAMESPACE, rel_path))
+
+
+def resolve_type(frontmatter_type: Any, rel_path: str, types: TypesConfig) -> tuple[str, str | None]:
+    """Frontmatter `type` > first matching path rule > default. Returns (type, warning or None)."""
+    if frontmatter_type not in (None, ""):
+        name = str(frontmatter_type).strip().lower()
+        if name in types.types:
+            return name, None
+        by_alias = next((t for t, spec in types.types.items() if name in (a.lower() for a in spec.aliases)), None)
+        if by_alias:
+            return by_alias, None
+        return types.default_type, (
+            f"unknown type '{frontmatter_type}' in frontmatter; using '{types.default_type}' "
+            f"(known: {', '.join(sorted(types.types))}; add it to types.yaml or fix the spelling)")
+    for name, spec in types.types.items():
+        if any(fnmatch(rel_path, pattern) or fnmatch(rel_path.lower(), pattern.lower()) for pattern in spec.paths):
+            return name, None
+    return types.default_type, None
+
+
+def _json_safe(value: Any) -> Any:
+    """Frontmatter goes into JSON payloads: dates become ISO strings, everything else stays plain."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 0.0) -> Note:
+    """Parse one file's bytes. Raises VaultError (with file and line) for input that cannot become a note."""
+    if not raw.strip():
+        raise VaultError("file is empty", path=rel_path, line=1, hint="write some content or delete the file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise VaultError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", path=rel_path,
+                         line=line, hint="re-save the file as UTF-8") from exc
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    meta, body, body_line = split_frontmatter(text, path=rel_path)
+    meta = _json_safe(meta)
+    warnings: list[str] = []
+
+    title = str(meta.get("title") or "").strip()
+    if not title:
+        h1 = H1.search(body)
+        title = h1.group(1).strip() if h1 else PurePosixPath(rel_path).stem
+    note_id = str(meta["id"]).strip() if meta.get("id") not in (None, "") else path_note_id(rel_path)
+    note_type, warning = resolve_type(meta.get("type"), rel_path, types)
+    if warning:
+        warnings.append(warning)
+    tags = [t.lstrip("#") for t in as_string_list(meta.get("tags"))]
+    tags += [t for t in extract_tags(body) if t not in tags]
+    return Note(
+        note_id=note_id, path=rel_path, title=title, type=note_type,
+        aliases=as_string_list(meta.get("aliases") or meta.get("alias")), tags=tags, frontmatter=meta,
+        body=body, body_line=body_line, content_hash=hashlib.sha256(raw).hexdigest(), mtime=mtime,
+        warnings=warnings)
+
+
+def read_note(root: Path, path: Path, types: TypesConfig) -> Note:
+    rel = path.relative_to(root).as_posix()
+    size = path.stat().st_size
+    if size > types.max_file_bytes:
+        raise VaultError(f"file is {size / 1e6:.1f} MB, over the {types.max_file_bytes / 1e6:.1f} MB limit",
+                         path=rel, hint="split the note or raise max_file_bytes in types.yaml")
+    return parse_note(path.read_bytes(), rel, types, mtime=path.stat().st_mtime)
