@@ -153,6 +153,11 @@ class EmbeddingCache:
                 found.update({d: np.frombuffer(v, dtype=np.float32).tolist() for d, v in rows})
         return found
 
+    def clear(self, model: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM vectors WHERE model=?", (model,))
+            self._db.commit()
+
     def put_many(self, model: str, items: dict[str, list[float]]) -> None:
         with self._lock:
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?)",
@@ -198,6 +203,8 @@ class Embedder:
     async def aembed(self, texts: Sequence[str], *, what: str = "embedding") -> list[list[float]]:
         import time
         cached = self.cache.get_many(self.key, texts)
+        if self.dim is not None:  # vectors cached before the model changed its size are misses, not errors
+            cached = {d: v for d, v in cached.items() if len(v) == self.dim}
         missing = list(dict.fromkeys(t for t in texts if self.cache.digest(t) not in cached))
         if missing:
             start = time.perf_counter()
@@ -219,7 +226,17 @@ class Embedder:
         return self._check(out, len(texts), what)
 
     async def aprobe_dim(self) -> int:
-        if self.dim is None:
-            await self.aembed(["dimension probe"], what="dimension probe")
+        """Ask the backend itself (never the cache) for the size of its vectors; one backend call.
+
+        The cache cannot answer this: a model replaced under the same name gives another size, and only the
+        backend knows. The probe's size becomes the size every later vector must have."""
+        what = "dimension probe"
+        try:
+            vectors = await self.model.aget_text_embedding_batch([what])
+        except Exception as exc:  # the backend's own errors (connection refused, HTTP 500 ...)
+            raise EmbeddingError(f"{what}: embedding backend {self.key} failed: {exc}") from exc
+        self.calls += 1
+        self.dim = None
+        self._check(vectors, 1, what)
         assert self.dim is not None
         return self.dim

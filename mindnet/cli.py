@@ -49,10 +49,8 @@ def render_import_report(report, as_json: bool) -> None:
     share = 100 * other / data["seconds_total"] if data["seconds_total"] else 0
     t.add_row("time", f"{data['seconds_total']:.2f} s total, {other:.2f} s ({share:.0f}%) besides embedding")
     console.print(t)
-    for line in data["skipped"]:
-        console.print(f"[red]skipped[/red] {line}", markup=True, highlight=False)
-    for line in data["warnings"]:
-        console.print(f"[yellow]warning[/yellow] {line}", markup=True, highlight=False)
+    for line in data["skipped"] + data["warnings"]:
+        console.print(line, markup=False, highlight=False)
     for u in data["unresolved_links"][:20]:
         console.print(f"[dim]unresolved link[/dim] {u['note']}: [[{u['link']}]]", highlight=False)
 

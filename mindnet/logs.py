@@ -64,7 +64,8 @@ class JsonlLog:
             try:
                 written = os.write(fd, data)
                 while written < len(data):  # only on a full disk or a signal; the lock keeps it whole
-                    logger.warning("%s: short write (%d of %d bytes); continuing", self.path, written, len(data))
+                    logger.warning("%s: short write (%d of %d bytes); continuing",
+                                   self.path, written, len(data))
                     written += os.write(fd, data[written:])
             finally:
                 os.close(fd)
@@ -134,7 +135,7 @@ class SearchRecord(BaseModel):
 
 class FeedbackRecord(BaseModel):
     query_id: str
-    node_id: str = GENERATED_ANSWER
+    node_id: str = Field(GENERATED_ANSWER, min_length=1)
     score: int = Field(ge=1, le=5)
     comment: str | None = None
     timestamp: str = Field(default_factory=utc_now_iso)
@@ -168,9 +169,9 @@ class FlywheelLogs:
                       hits: Iterable[SearchHit | Mapping[str, Any]] = (), strategy: str | None = None,
                       query_id: str | None = None) -> str:
         """Log one search (its hits as shown) and return its query_id for later feedback."""
-        values: dict[str, Any] = {"query_text": query_text, "mode": mode, "source": source,
-                                  "strategy": strategy,
-                                  "hits": [h.model_dump() if isinstance(h, SearchHit) else dict(h) for h in hits]}
+        values: dict[str, Any] = {
+            "query_text": query_text, "mode": mode, "source": source, "strategy": strategy,
+            "hits": [h.model_dump() if isinstance(h, SearchHit) else dict(h) for h in hits]}
         if query_id is not None:
             values["query_id"] = query_id
         try:

@@ -105,6 +105,7 @@ class ScoringWeights(Strict):
 
 class ExpandSettings(Strict):
     depth: int = Field(1, ge=0, le=3)
+    seeds: int = Field(10, ge=1, le=200, description="top candidates whose notes seed the graph expansion")
     edge_types: list[str] = Field(default_factory=lambda: ["references", "depends_on", "related_to", "mentions"])
     max_nodes: int = Field(400, ge=1, description="cap on graph-only candidates scored per query")
 
@@ -112,7 +113,7 @@ class ExpandSettings(Strict):
 class HybridSettings(Strict):
     dense_prefetch: int = Field(50, ge=1, le=1000)
     sparse_prefetch: int = Field(50, ge=1, le=1000)
-    fusion: Literal["rrf", "dbsf"] = "rrf"
+    alpha: float = Field(0.5, ge=0, le=1, description="share of the dense score in the fused semantic score")
 
 
 class RerankSettings(Strict):

@@ -35,3 +35,45 @@ def fake_ollama(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOllama]:
 # ============================================================================================
 # END fake Ollama server
 # ============================================================================================
+
+
+# ============================================================================================
+# BEGIN vault import (tests/helpers_vault.py)
+# ============================================================================================
+from helpers_vault import fake_settings, load_types  # noqa: E402
+
+from mindnet.service import Mindnet  # noqa: E402
+from mindnet.settings import TypesConfig  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def types_config() -> TypesConfig:
+    """config/types.yaml, parsed once."""
+    return load_types()
+
+
+@pytest.fixture
+def make_app(tmp_path, fake_ollama):
+    """Factory for `Mindnet` objects importing with the fake Ollama into `tmp_path/qdrant` (prefix "t").
+
+    Each call closes the previous app first (local Qdrant allows one client per folder); keyword arguments
+    override settings fields.
+    """
+    apps: list[Mindnet] = []
+
+    def make(**overrides: object) -> Mindnet:
+        for app in apps:
+            app.close()
+        apps.clear()
+        app = Mindnet(fake_settings(tmp_path, fake_ollama.url, **overrides))
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.close()
+
+
+# ============================================================================================
+# END vault import
+# ============================================================================================

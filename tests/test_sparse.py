@@ -1,4 +1,4 @@
-"""Tests of the local BM25 sparse encoder (mindnet.retrieval.sparse)."""
+"""Tests of the local BM25 sparse encoder (mindnet.indexing.sparse)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from mindnet.errors import ConfigError, QueryError
-from mindnet.retrieval.sparse import (
+from mindnet.indexing.sparse import (
     SparseEncoder,
     detect_language,
     sparse_doc_fn,

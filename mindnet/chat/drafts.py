@@ -15,7 +15,7 @@ from mindnet.errors import DraftError
 logger = logging.getLogger(__name__)
 
 _ILLEGAL = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')  # illegal on Windows/macOS or in Obsidian links
-_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+_RESERVED = {"con", "prn", "aux", "nul", *(f"{dev}{i}" for dev in ("com", "lpt") for i in range(1, 10))}
 _MAX_NAME_BYTES = 200  # file systems allow 255; leave room for ".md" and editor suffixes
 
 

@@ -27,11 +27,12 @@ def available_prompts(prompts_dir: Path) -> list[str]:
 
 
 def load_prompt(name: str, prompts_dir: Path) -> PromptTemplate:
-    """Read `prompts_dir/<name>.md` into a PromptTemplate; a missing file is a ConfigError listing the names."""
+    """Read `prompts_dir/<name>.md` as a template; a missing file is a ConfigError listing the names."""
     # a name is a bare file stem: this keeps decision_engine.yaml from pointing outside prompts_dir
     if not _NAME.match(name):
         raise ConfigError(
-            f"prompt name {name!r} is invalid: use the file name without '.md' (letters, digits, '_' or '-'); "
+            f"prompt name {name!r} is invalid: use the file name without '.md' "
+            "(letters, digits, '_' or '-'); "
             f"available in {prompts_dir}: {', '.join(available_prompts(prompts_dir)) or '(none)'}")
     path = prompts_dir / f"{name}.md"
     try:

@@ -35,6 +35,8 @@ _HEADING = re.compile(r"^(?P<hashes>#{1,6})[ \t]+(?P<text>.*?)[ \t]*#*[ \t]*$")
 _FM_FENCE = {"---", "..."}
 _ID_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _ISO_DAY = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+# safe_load raises ValueError (not YAMLError) for impossible dates such as 2024-13-45
+_YAML_ERRORS = (yaml.YAMLError, ValueError, TypeError)
 
 
 class NoteDraft(BaseModel):
@@ -156,6 +158,8 @@ def _starts_with_frontmatter(text: str) -> bool:
 
 
 def _extract_note_text(reply: str, warnings: list[str]) -> str:
+    if _starts_with_frontmatter(reply):
+        return reply  # the reply is the note itself; its code blocks belong to the body
     candidates = [b for b in _code_blocks(reply) if b.info in _DRAFT_INFOS]
     if not candidates:
         return _drop_preamble(reply, warnings)
@@ -173,8 +177,6 @@ def _extract_note_text(reply: str, warnings: list[str]) -> str:
 
 def _drop_preamble(reply: str, warnings: list[str]) -> str:
     """Without a code block, chatter before a complete frontmatter ("Hier ist der Entwurf:") is dropped."""
-    if _starts_with_frontmatter(reply):
-        return reply
     lines = reply.split("\n")
     for i, line in enumerate(lines):
         if line.strip() != "---":
@@ -216,6 +218,10 @@ def _split_frontmatter(text: str, warnings: list[str]) -> tuple[str | None, str]
     end = start + 1
     while end < len(lines) and _yamlish(lines[end]) and not lines[end].lstrip().startswith("#"):
         end += 1
+    fence = next((j for j in range(start + 1, len(lines)) if lines[j].strip() in _FM_FENCE), None)
+    if fence is not None and not any(_KEY_LINE.match(x) for x in lines[start + 1:end]):
+        # closed, but nothing in it looks like a field: hand it over whole (it ends up in the body)
+        return "\n".join(lines[start + 1:fence]), "\n".join(lines[fence + 1:])
     warnings.append(f"the frontmatter had no closing '---'; closed it before line {end + 1} of the draft")
     return "\n".join(lines[start + 1:end]), "\n".join(lines[end:])
 
@@ -225,7 +231,7 @@ def _parse_frontmatter(fm_text: str, warnings: list[str]) -> tuple[dict[str, Any
     try:
         data = yaml.safe_load(fm_text)
         error = None
-    except yaml.YAMLError as exc:
+    except _YAML_ERRORS as exc:
         data, error = None, exc
     if error is None:
         if data is None:
@@ -250,7 +256,7 @@ def _parse_frontmatter(fm_text: str, warnings: list[str]) -> tuple[dict[str, Any
     return fields, "\n".join(rest)
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def _yaml_problem(exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
     return f"line {mark.line + 1}: {problem}" if mark else str(problem)
@@ -283,9 +289,11 @@ def _scalar(raw: str) -> Any:
     if not raw:
         return None
     try:
-        return yaml.safe_load(raw)
-    except yaml.YAMLError:
+        value = yaml.safe_load(raw)
+    except _YAML_ERRORS:
         return raw.strip("\"'")
+    # "title: Plan B: Umzug" must stay text, not become a mapping {"Plan B": "Umzug"}
+    return raw if isinstance(value, dict) else value
 
 
 def _merge_leading_frontmatters(body: str, fields: dict[str, Any], warnings: list[str]) -> str:
@@ -299,7 +307,7 @@ def _merge_leading_frontmatters(body: str, fields: dict[str, Any], warnings: lis
             try:
                 loaded = yaml.safe_load("\n".join(lines[start + 1:end]))
                 extra = loaded if isinstance(loaded, dict) else {}
-            except yaml.YAMLError:
+            except _YAML_ERRORS:
                 extra = {}
         if extra:
             for k, v in extra.items():
@@ -442,7 +450,7 @@ def _title_from_body(body: str) -> str | None:
             return _shorten(text)
     for line in lines:
         cleaned = re.sub(r"^[\s#>*\-+]+|[*_`]+", "", line).strip()
-        if cleaned and not _FENCE.match(line) and cleaned != "---":
+        if re.search(r"[^\W_]", cleaned) and not _FENCE.match(line):
             return _shorten(cleaned)
     return None
 
@@ -452,7 +460,8 @@ def _title_from_body(body: str) -> str | None:
 
 def _assemble(fields: dict[str, Any], body: str, *, note_type: str, schema: InterviewSchema,
               now: datetime | None, warnings: list[str], warn_missing: bool) -> NoteDraft:
-    allowed = list(dict.fromkeys([*ALWAYS_ALLOWED[:3], *schema.required, *schema.optional, *ALWAYS_ALLOWED[3:]]))
+    head, tail = ALWAYS_ALLOWED[:3], ALWAYS_ALLOWED[3:]  # type, id, title first; created, tags, aliases last
+    allowed = list(dict.fromkeys([*head, *schema.required, *schema.optional, *tail]))
     canonical = {_key(a): a for a in allowed}
     meta: dict[str, Any] = {}
     invented: list[tuple[str, Any]] = []

@@ -6,6 +6,7 @@ text, not with the number of notes (a 10,000-note vault needs no title-by-title 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 import ahocorasick
@@ -21,6 +22,7 @@ def _is_word_char(ch: str) -> bool:
 
 class MentionIndex:
     def __init__(self, notes: Iterable[Note], settings: MentionSettings) -> None:
+        start = time.perf_counter()
         self.settings = settings
         self._automaton = ahocorasick.Automaton()
         names: dict[str, set[str]] = {}
@@ -34,11 +36,19 @@ class MentionIndex:
         self.size = len(names)
         if names:
             self._automaton.make_automaton()
+        self.seconds = time.perf_counter() - start   # building plus every find(): the cost of mentions
 
     def find(self, text: str, *, exclude: set[str] = frozenset()) -> list[tuple[str, str]]:
         """(note_id, surface) for each note mentioned in `text`, longest match first, at most max_per_chunk."""
         if not self.size:
             return []
+        start = time.perf_counter()
+        try:
+            return self._find(text, exclude)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def _find(self, text: str, exclude: set[str]) -> list[tuple[str, str]]:
         hay = strip_links(mask_code(text)).casefold()
         spans: list[tuple[int, int, str, tuple[str, ...]]] = []
         for end, (key, ids) in self._automaton.iter(hay):

@@ -95,10 +95,7 @@ def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_k
     report.issues.extend(issues)
     resolver = LinkResolver(notes)
     planned = []
-    mention_seconds = 0.0
-    start = time.perf_counter()
     mentions = MentionIndex(notes, types.mentions) if types.mentions.enabled else None
-    mention_seconds += time.perf_counter() - start
     for note in notes:
         nodes = parser.note_to_nodes(note)
         if not nodes:
@@ -106,7 +103,7 @@ def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_k
         edges = derive_edges(note, nodes, resolver, types, mentions)
         planned.append(PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key),
                                    edges_fingerprint(edges)))
-    report.seconds_mentions = mention_seconds
+    report.seconds_mentions = mentions.seconds if mentions is not None else 0.0
     return planned
 
 
@@ -194,7 +191,9 @@ class Importer:
 
     async def _write_changed(self, batch: list[PlannedNote], stored: dict[str, dict], store: QdrantVectorStore,
                              report: ImportReport, sem: asyncio.Semaphore) -> None:
+        start = time.perf_counter()
         results = await asyncio.gather(*(self._embed(p, sem) for p in batch), return_exceptions=True)
+        report.seconds_embedding += time.perf_counter() - start   # wall time: the calls overlap
         ok: list[tuple[PlannedNote, list[list[float]]]] = []
         for p, res in zip(batch, results, strict=True):
             if isinstance(res, EmbeddingError):
@@ -231,13 +230,21 @@ class Importer:
 
     async def arun(self, vault: Path, *, full: bool = False, progress: Progress | None = None) -> ImportReport:
         started = time.perf_counter()
-        embed_seconds0, calls0, texts0 = self.embedder.seconds, self.embedder.calls, self.embedder.embedded
+        calls0, texts0 = self.embedder.calls, self.embedder.embedded
         report = ImportReport(vault=str(vault))
         planned = self.plan(vault, report)
         if full:
             coll.drop_all(self.client, self.prefix)
-        coll.ensure_collections(self.client, self.prefix, await self.embedder.aprobe_dim())
-        stored = self.stored_notes()
+        complete = all(self.client.collection_exists(n) for n in self.names.values())
+        stored = self.stored_notes() if complete else {}
+        changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
+        if changed or not complete:
+            # only a run that embeds asks the backend for its size (a no-change re-import never calls it);
+            # a size differing from the chunks collection stops here, before anything is written
+            start = time.perf_counter()
+            dim = await self.embedder.aprobe_dim()
+            report.seconds_embedding += time.perf_counter() - start
+            coll.ensure_collections(self.client, self.prefix, dim)
         current = {p.note.note_id for p in planned}
         # a note that fails to parse now keeps its previous version until it is fixed
         unreadable = {i.path for i in report.skipped}
@@ -245,7 +252,6 @@ class Importer:
         self._delete_notes(gone)
         report.deleted = len(gone)
 
-        changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
         changed_ids = {p.note.note_id for p in changed}
         relinked = [p for p in planned if p.note.note_id not in changed_ids
                     and stored[p.note.note_id].get("edges_hash") != p.edges_hash]
@@ -277,7 +283,6 @@ class Importer:
                                   if not e.resolved and e.rule_id.startswith(("explicit", "inline", "callout"))]
         report.embedding_calls = self.embedder.calls - calls0
         report.embedded_texts = self.embedder.embedded - texts0
-        report.seconds_embedding = self.embedder.seconds - embed_seconds0
         report.seconds_total = time.perf_counter() - started
         return report
 

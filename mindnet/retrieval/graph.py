@@ -1,0 +1,124 @@
+"""Graph adapter: the subgraph around the hits, loaded from `<prefix>_edges` into networkx.
+
+The graph is kept at note level: a link edge goes from the note whose chunk holds the link to the note it
+names. Per note it yields `edge_bonus` (sum of the confidences of incoming edges within the subgraph) and
+`centrality_bonus` (personalised PageRank from the seed notes, as HippoRAG does, normalised to max 1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import networkx as nx
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from mindnet.store.collections import names
+
+CHUNK_ID = re.compile(r"^(?P<note>.+)#c\d{2,}$")
+STRUCTURAL = {"belongs_to", "next", "prev"}
+
+
+def note_of(node_id: str) -> str:
+    m = CHUNK_ID.match(node_id)
+    return m.group("note") if m else node_id
+
+
+@dataclass
+class Subgraph:
+    seeds: dict[str, float]                       # seed note id -> weight (its best semantic score)
+    graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+    edges: list[dict] = field(default_factory=list)   # the raw edge payloads loaded
+    _pagerank: dict[str, float] | None = None
+
+    @property
+    def notes(self) -> set[str]:
+        return set(self.graph.nodes)
+
+    def incoming(self, note_id: str) -> list[dict]:
+        return [e for e in self.edges if note_of(e["target_id"]) == note_id and e["note_id"] != note_id]
+
+    def outgoing(self, note_id: str) -> list[dict]:
+        return [e for e in self.edges if e["note_id"] == note_id and note_of(e["target_id"]) != note_id]
+
+    def edge_bonus(self, note_id: str) -> float:
+        """Sum of the confidences of edges into this note from the seed notes (the relevant context), the
+        strongest edge per seed counted once, divided by the number of seeds: 1.0 = every hit points here.
+        Normalising keeps a hub note with dozens of backlinks from drowning the semantic score."""
+        if note_id not in self.graph or not self.seeds:
+            return 0.0
+        total = sum(min(1.0, d["confidence"]) for src, _, d in self.graph.in_edges(note_id, data=True)
+                    if src in self.seeds and src != note_id)
+        return float(total) / len(self.seeds)
+
+    def centrality_bonus(self, note_id: str) -> float:
+        if self._pagerank is None:
+            self._pagerank = personalized_pagerank(self.graph, self.seeds)
+        return self._pagerank.get(note_id, 0.0)
+
+
+def personalized_pagerank(graph: nx.DiGraph, seeds: dict[str, float], alpha: float = 0.85) -> dict[str, float]:
+    """PageRank restarting at the seeds (weighted), normalised so the most central node scores 1."""
+    if graph.number_of_edges() == 0:
+        return {}
+    personalization = {n: w for n, w in seeds.items() if n in graph and w > 0} or None
+    ranks = nx.pagerank(graph, alpha=alpha, personalization=personalization, weight="confidence", max_iter=200,
+                        tol=1e-8)
+    top = max(ranks.values())
+    return {n: r / top for n, r in ranks.items()} if top > 0 else {}
+
+
+def _load_edges(client: QdrantClient, collection: str, frontier: list[str], edge_types: list[str]) -> list[dict]:
+    flt = qm.Filter(
+        must=[qm.FieldCondition(key="kind", match=qm.MatchAny(any=edge_types)),
+              qm.FieldCondition(key="resolved", match=qm.MatchValue(value=True))],
+        should=[qm.FieldCondition(key="note_id", match=qm.MatchAny(any=frontier)),
+                qm.FieldCondition(key="target_id", match=qm.MatchAny(any=frontier))])
+    out, offset = [], None
+    while True:
+        points, offset = client.scroll(collection, scroll_filter=flt, limit=1000, offset=offset,
+                                       with_payload=True, with_vectors=False)
+        out += [p.payload for p in points]
+        if offset is None:
+            return out
+
+
+def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: int, edge_types: list[str],
+           seed_weights: dict[str, float] | None = None) -> Subgraph:
+    """Load the subgraph `depth` hops around the seeds (chunk ids or note ids) over `edge_types`."""
+    seed_notes: dict[str, float] = {}
+    for sid in seed_ids:
+        note = note_of(sid)
+        weight = (seed_weights or {}).get(sid, 1.0)
+        seed_notes[note] = max(seed_notes.get(note, 0.0), weight)
+    sub = Subgraph(seeds=seed_notes)
+    sub.graph.add_nodes_from(seed_notes)
+    kinds = [k for k in edge_types if k not in STRUCTURAL]
+    if depth <= 0 or not kinds or not seed_notes:
+        return sub
+    collection = names(prefix)["edges"]
+    visited: set[str] = set()
+    frontier = list(seed_notes)
+    seen_edges: set[str] = set()
+    for _ in range(depth):
+        visited.update(frontier)
+        found: set[str] = set()
+        for e in _load_edges(client, collection, frontier, kinds):
+            if e["edge_id"] in seen_edges:
+                continue
+            seen_edges.add(e["edge_id"])
+            src, dst = e["note_id"], note_of(e["target_id"])
+            if src == dst:
+                continue
+            sub.edges.append(e)
+            if sub.graph.has_edge(src, dst):   # several links between two notes: keep the strongest
+                sub.graph[src][dst]["confidence"] = max(sub.graph[src][dst]["confidence"], e["confidence"])
+            else:
+                sub.graph.add_edge(src, dst, confidence=e["confidence"])
+            found.update((src, dst))
+        frontier = sorted(found - visited)
+        if not frontier:
+            break
+    return sub

@@ -1,0 +1,97 @@
+"""The retrieval request: one model for the CLI, the HTTP API, the chat and library users."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mindnet.errors import QueryError
+from mindnet.settings import RetrieverConfig
+
+BUILTIN_EDGE_KINDS = frozenset({"references", "depends_on", "related_to", "mentions", "supports", "contradicts",
+                                "part_of", "blocks", "inspired_by", "belongs_to", "next", "prev"})
+
+
+class ExpandRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    depth: int = Field(1, description="graph hops around the hits (0 = none, at most 3)")
+    edge_types: list[str] | None = Field(None, description="edge kinds to follow (default: retriever.yaml)")
+
+
+class Filters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    types: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    note_ids: list[str] = Field(default_factory=list)
+    path_prefix: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.types or self.tags or self.note_ids or self.path_prefix)
+
+
+class QueryRequest(BaseModel):
+    """`query` is what the user asked; `search_text` (if given) is searched instead; `variants` are more
+    phrasings (dense + sparse), `hyde` hypothetical answers (dense only), `keywords` the sparse query."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str
+    search_text: str | None = None
+    variants: list[str] = Field(default_factory=list)
+    hyde: list[str] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+    mode: Literal["semantic", "hybrid"] | None = None
+    top_k: int | None = None
+    expand: ExpandRequest | None = None
+    filters: Filters = Field(default_factory=Filters)
+    explain: bool = True
+    aggregate: Literal["sum", "max", "mean"] | None = Field(None, description="also return per-note results")
+    rerank: bool | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be empty; type what you are looking for")
+        return v.strip()
+
+    def texts(self) -> list[str]:
+        """The dense+sparse query texts: search_text (else query), then the variants, without duplicates."""
+        first = (self.search_text or "").strip() or self.query
+        return list(dict.fromkeys([first, *(v.strip() for v in self.variants if v.strip())]))
+
+    def sparse_text(self, text: str) -> str:
+        return " ".join(k.strip() for k in self.keywords if k.strip()) or text
+
+    def resolved(self, config: RetrieverConfig, known_kinds: set[str]) -> ResolvedQuery:
+        """Apply defaults and bounds; raise QueryError naming the field for anything out of range."""
+        top_k = config.top_k if self.top_k is None else self.top_k
+        if top_k < 1:
+            raise QueryError(f"must be at least 1, got {top_k}", field="top_k")
+        if top_k > config.max_top_k:
+            raise QueryError(f"is {top_k}, above the cap of {config.max_top_k} (retriever.yaml max_top_k)",
+                             field="top_k")
+        mode = self.mode or config.mode
+        depth = config.expand.depth if self.expand is None else self.expand.depth
+        if not 0 <= depth <= 3:
+            raise QueryError(f"must be between 0 and 3, got {depth}", field="expand.depth")
+        kinds = (self.expand.edge_types if self.expand and self.expand.edge_types is not None
+                 else config.expand.edge_types)
+        unknown = sorted(set(kinds) - known_kinds)
+        if unknown:
+            raise QueryError(f"unknown edge type(s) {unknown}; known: {sorted(known_kinds)}",
+                             field="expand.edge_types")
+        return ResolvedQuery(request=self, mode=mode, top_k=top_k, depth=depth if mode == "hybrid" else 0,
+                             edge_types=list(kinds), rerank=config.rerank.enabled if self.rerank is None
+                             else self.rerank)
+
+
+class ResolvedQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    request: QueryRequest
+    mode: Literal["semantic", "hybrid"]
+    top_k: int
+    depth: int
+    edge_types: list[str]
+    rerank: bool

@@ -1,0 +1,271 @@
+"""`MindnetRetriever`: semantic and hybrid graph retrieval as a LlamaIndex `BaseRetriever`.
+
+semantic: dense vector search over `<prefix>_chunks`; no graph call.
+hybrid:   dense + local BM25 sparse search for every query text (multi-query: search_text/query + variants,
+          hyde texts dense-only, keywords as the sparse query), fused per candidate as
+          S_sem = alpha * dense (min-max normalised over the candidates) + (1 - alpha) * BM25 / max BM25,
+          then graph expansion around the best candidates; notes reached only through the graph become
+          candidates with their own scores from their stored vectors; finally `MindnetScorer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.utils import metadata_dict_to_node
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+from threadpoolctl import ThreadpoolController
+
+from mindnet.indexing.sparse import SparseEncoder, to_qdrant
+from mindnet.retrieval.graph import Subgraph, expand
+from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
+from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
+from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer
+from mindnet.settings import RetrieverConfig, Settings
+from mindnet.store.collections import DENSE, SPARSE, names
+
+_BLAS = ThreadpoolController()
+
+
+@dataclass
+class Candidate:
+    point_id: str
+    payload: dict
+    vector: np.ndarray
+    dense: float = 0.0
+    lexical: float = 0.0
+    via_graph: bool = False
+    semantic: float = 0.0
+
+
+@dataclass
+class RetrievalResult:
+    nodes: list[NodeWithScore]
+    query: ResolvedQuery
+    notes: list[NoteHit] | None = None
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+def _unit(v: Any) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float32)
+    n = float(np.linalg.norm(a))
+    return a / n if n else a
+
+
+class MindnetRetriever(BaseRetriever):
+    def __init__(self, *, client: QdrantClient, embed_model: BaseEmbedding, config: RetrieverConfig,
+                 prefix: str = "mindnet", known_edge_kinds: set[str] | None = None,
+                 reranker: BaseNodePostprocessor | None = None, sparse: SparseEncoder | None = None,
+                 defaults: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.client = client
+        self.embed_model = embed_model
+        self.config = config
+        self.prefix = prefix
+        self.collection = names(prefix)["chunks"]
+        self.known_edge_kinds = set(known_edge_kinds or ()) | BUILTIN_EDGE_KINDS | set(config.expand.edge_types)
+        self.reranker = reranker
+        self.sparse = sparse or SparseEncoder()
+        self.defaults = defaults or {}       # QueryRequest fields used by plain `retrieve(str)` calls
+        self.scorer = MindnetScorer.from_config(config, client=client, prefix=prefix, depth=0)
+        self._lock = threading.Lock()        # local Qdrant is one client: serialise its use across threads
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, client: QdrantClient, embed_model: BaseEmbedding,
+                      **kwargs: Any) -> MindnetRetriever:
+        kinds = {k for spec in settings.types.types.values() for k in spec.edge_defaults}
+        return cls(client=client, embed_model=embed_model, config=settings.retriever,
+                   prefix=settings.collection_prefix, known_edge_kinds=kinds, **kwargs)
+
+    # ------------------------------------------------------------------ LlamaIndex hooks
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self.search(QueryRequest(query=query_bundle.query_str, **self.defaults)).nodes
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        request = QueryRequest(query=query_bundle.query_str, **self.defaults)
+        return (await self.asearch(request)).nodes
+
+    # ------------------------------------------------------------------ search
+
+    def resolve(self, request: QueryRequest) -> ResolvedQuery:
+        return request.resolved(self.config, self.known_edge_kinds)
+
+    async def asearch(self, request: QueryRequest) -> RetrievalResult:
+        return await asyncio.to_thread(self.search, request)
+
+    def search(self, request: QueryRequest) -> RetrievalResult:
+        q = self.resolve(request)
+        trace: dict[str, Any] = {"mode": q.mode, "top_k": q.top_k, "depth": q.depth}
+        t0 = time.perf_counter()
+        texts = request.texts()
+        dense_vecs = [_unit(self.embed_model.get_query_embedding(t)) for t in texts + request.hyde]
+        trace["queries"] = {"dense": texts + request.hyde, "sparse": [] if q.mode == "semantic" else
+                            list(dict.fromkeys(request.sparse_text(t) for t in texts))}
+        trace["embed_ms"] = round(1000 * (time.perf_counter() - t0), 1)
+        with self._lock, _BLAS.limit(limits=1, user_api="blas"):
+            return self._search_locked(q, dense_vecs, trace)
+
+    def _filter(self, q: ResolvedQuery) -> qm.Filter | None:
+        f = q.request.filters
+        must = [qm.FieldCondition(key=key, match=qm.MatchAny(any=values))
+                for key, values in (("type", f.types), ("tags", f.tags), ("note_id", f.note_ids)) if values]
+        return qm.Filter(must=must) if must else None
+
+    def _keep(self, q: ResolvedQuery, payload: dict) -> bool:
+        prefix = q.request.filters.path_prefix
+        return not prefix or str(payload.get("path", "")).startswith(prefix.lstrip("/"))
+
+    def _search_locked(self, q: ResolvedQuery, dense_vecs: list[np.ndarray], trace: dict) -> RetrievalResult:
+        t0 = time.perf_counter()
+        flt = self._filter(q)
+        widen = 4 if q.request.filters.path_prefix else 1     # path prefixes are filtered after the search
+        pool = max(q.top_k * 3, 30)
+        cands: dict[str, Candidate] = {}
+
+        def add(points: list[qm.ScoredPoint], via_graph: bool = False) -> None:
+            for p in points:
+                if p.id not in cands and self._keep(q, p.payload or {}):
+                    vec = p.vector[DENSE] if isinstance(p.vector, dict) else p.vector
+                    cands[str(p.id)] = Candidate(str(p.id), p.payload or {}, _unit(vec), via_graph=via_graph)
+
+        dense_limit = (pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)) * widen
+        for vec in dense_vecs:
+            add(self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
+                                         limit=dense_limit, with_payload=True, with_vectors=[DENSE]).points)
+        trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
+
+        sparse_queries: list[qm.SparseVector] = []
+        lexical_max: list[float] = []
+        if q.mode == "hybrid":
+            t1 = time.perf_counter()
+            sparse_texts = trace["queries"]["sparse"]
+            indices, values = self.sparse.encode_queries(sparse_texts)
+            for idx, val in zip(indices, values, strict=True):
+                if not idx:
+                    continue
+                sv = to_qdrant(idx, val)
+                points = self.client.query_points(self.collection, query=sv, using=SPARSE, query_filter=flt,
+                                                  limit=self.config.hybrid.sparse_prefetch * widen,
+                                                  with_payload=True, with_vectors=[DENSE]).points
+                add(points)
+                sparse_queries.append(sv)
+                lexical_max.append(max((p.score for p in points), default=0.0))
+            self._lexical_scores(list(cands.values()), sparse_queries, lexical_max, flt)
+            trace["sparse_ms"] = round(1000 * (time.perf_counter() - t1), 1)
+
+        matrix = np.stack(dense_vecs)
+        for c in cands.values():
+            c.dense = float(np.max(matrix @ c.vector))
+        lo, hi = self._dense_bounds(cands.values())
+        self._fuse(q, cands.values(), lo, hi)
+        trace["candidates"] = len(cands)
+
+        subgraph: Subgraph | None = None
+        if q.mode == "hybrid" and q.depth > 0 and cands:
+            t2 = time.perf_counter()
+            ranked = sorted(cands.values(), key=lambda c: -c.semantic)[: self.config.expand.seeds]
+            seeds = {c.payload["chunk_id"]: c.semantic for c in ranked}
+            subgraph = expand(self.client, self.prefix, list(seeds), q.depth, q.edge_types, seeds)
+            graph_only = self._graph_candidates(q, subgraph, cands, flt, dense_vecs, sparse_queries, lexical_max)
+            self._fuse(q, graph_only, lo, hi)
+            for c in graph_only:
+                cands[c.point_id] = c
+            trace["graph"] = {"seeds": sorted({s.rsplit("#c", 1)[0] for s in seeds}),
+                              "nodes": subgraph.graph.number_of_nodes(), "edges": subgraph.graph.number_of_edges(),
+                              "graph_only_candidates": len(graph_only),
+                              "ms": round(1000 * (time.perf_counter() - t2), 1)}
+
+        t3 = time.perf_counter()
+        nodes = [self._to_node(c) for c in cands.values()]
+        self.scorer._client = self.client
+        scored = self.scorer.score_nodes(nodes, subgraph)
+        if q.rerank and self.reranker is not None:
+            scored = rerank_head_tail(scored, self.reranker, limit=self.config.rerank.limit,
+                                      query=q.request.query)
+        trace["scoring_ms"] = round(1000 * (time.perf_counter() - t3), 1)
+        trace["total_ms"] = round(1000 * (time.perf_counter() - t0), 1) + trace.get("embed_ms", 0)
+        notes = aggregate_by_note(scored, q.request.aggregate) if q.request.aggregate else None
+        return RetrievalResult(nodes=scored[: q.top_k], query=q, notes=notes, trace=trace)
+
+    # ------------------------------------------------------------------ pieces
+
+    def _lexical_scores(self, cands: list[Candidate], sparse_queries: list[qm.SparseVector],
+                        lexical_max: list[float], flt: qm.Filter | None) -> None:
+        """BM25 of every candidate for every sparse query (one restricted query each), normalised by the
+        query's best score, so dense-only hits get their lexical share too."""
+        if not cands:
+            return
+        ids = [c.point_id for c in cands]
+        by_id = {c.point_id: c for c in cands}
+        for sv, top in zip(sparse_queries, lexical_max, strict=True):
+            if top <= 0:
+                continue
+            restrict = qm.Filter(must=[qm.HasIdCondition(has_id=ids), *((flt.must or []) if flt else [])])
+            for p in self.client.query_points(self.collection, query=sv, using=SPARSE, query_filter=restrict,
+                                              limit=len(ids), with_payload=False).points:
+                c = by_id.get(str(p.id))
+                if c is not None:
+                    c.lexical = max(c.lexical, min(1.0, p.score / top))
+
+    @staticmethod
+    def _dense_bounds(cands: Any) -> tuple[float, float]:
+        values = [c.dense for c in cands]
+        return (min(values), max(values)) if values else (0.0, 1.0)
+
+    def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float) -> None:
+        alpha = self.config.hybrid.alpha
+        for c in cands:
+            if q.mode == "semantic":
+                c.semantic = c.dense
+            else:
+                dn = (c.dense - lo) / (hi - lo) if hi > lo else 1.0
+                c.semantic = alpha * min(1.0, max(0.0, dn)) + (1 - alpha) * c.lexical
+
+    def _graph_candidates(self, q: ResolvedQuery, subgraph: Subgraph, cands: dict[str, Candidate],
+                          flt: qm.Filter | None, dense_vecs: list[np.ndarray], sparse_queries: list[qm.SparseVector],
+                          lexical_max: list[float]) -> list[Candidate]:
+        """The best chunk of every note reached only through the graph, scored against the query."""
+        have = {c.payload.get("note_id") for c in cands.values()}
+        new_notes = sorted(subgraph.notes - have)[: self.config.expand.max_nodes]
+        if not new_notes:
+            return []
+        must = [qm.FieldCondition(key="note_id", match=qm.MatchAny(any=new_notes)), *((flt.must or []) if flt else [])]
+        found: list[Candidate] = []
+        offset = None
+        while True:
+            points, offset = self.client.scroll(self.collection, scroll_filter=qm.Filter(must=must), limit=512,
+                                                offset=offset, with_payload=True, with_vectors=[DENSE])
+            for p in points:
+                if self._keep(q, p.payload or {}):
+                    found.append(Candidate(str(p.id), p.payload or {}, _unit(p.vector[DENSE]), via_graph=True))
+            if offset is None:
+                break
+        matrix = np.stack(dense_vecs)
+        for c in found:
+            c.dense = float(np.max(matrix @ c.vector))
+        self._lexical_scores(found, sparse_queries, lexical_max, None)
+        best: dict[str, Candidate] = {}
+        for c in found:
+            nid = c.payload.get("note_id")
+            if nid not in best or (c.dense + c.lexical) > (best[nid].dense + best[nid].lexical):
+                best[nid] = c
+        return list(best.values())
+
+    @staticmethod
+    def _to_node(c: Candidate) -> NodeWithScore:
+        node = metadata_dict_to_node(c.payload)
+        node.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense,
+                                       "lexical": c.lexical if c.lexical or not c.via_graph else 0.0,
+                                       "via_graph": c.via_graph}
+        return NodeWithScore(node=node, score=c.semantic)

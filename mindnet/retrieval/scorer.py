@@ -1,0 +1,106 @@
+"""`MindnetScorer`: a LlamaIndex node postprocessor that scores chunk nodes with mindnet's formula.
+
+It works on nodes from any retriever over the chunks collection: S_sem is the node's score (or the fused
+semantic score mindnet's retriever put in metadata), W_type its `retriever_weight`. Given a Qdrant client
+and depth > 0 it expands the graph around the nodes itself; `MindnetRetriever` passes its subgraph instead.
+Each node comes back with `score = total` and metadata `score_breakdown` and `explanation` (plain dicts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from pydantic import Field, PrivateAttr
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from mindnet.retrieval.graph import Subgraph, expand, note_of
+from mindnet.retrieval.scoring import EdgeRef, compute_score, explain
+from mindnet.settings import RetrieverConfig, ScoringWeights
+from mindnet.store.collections import names
+
+SEMANTIC_KEY = "mindnet_semantic"      # set by MindnetRetriever: {"semantic", "dense", "lexical", "via_graph"}
+RESULT_KEYS = ["score_breakdown", "explanation", SEMANTIC_KEY]
+
+
+def note_titles(client: QdrantClient, prefix: str, note_ids: list[str]) -> dict[str, str]:
+    if not note_ids:
+        return {}
+    flt = qm.Filter(must=[qm.FieldCondition(key="note_id", match=qm.MatchAny(any=note_ids))])
+    points, _ = client.scroll(names(prefix)["notes"], scroll_filter=flt, limit=len(note_ids),
+                              with_payload=qm.PayloadSelectorInclude(include=["note_id", "title"]))
+    return {p.payload["note_id"]: p.payload.get("title", "") for p in points}
+
+
+def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> list[EdgeRef]:
+    refs = []
+    for e in sorted(edges, key=lambda e: -e["confidence"]):
+        other = e["note_id"] if direction == "incoming" else note_of(e["target_id"])
+        refs.append(EdgeRef(direction=direction, kind=e["kind"], rule_id=e["rule_id"], confidence=e["confidence"],
+                            other_id=other, other_title=titles.get(other), resolved=e.get("resolved", True)))
+    return refs
+
+
+class MindnetScorer(BaseNodePostprocessor):
+    weights: ScoringWeights = Field(default_factory=ScoringWeights)
+    depth: int = Field(0, ge=0, le=3, description="graph hops to expand when no subgraph is given")
+    edge_types: list[str] = Field(default_factory=lambda: ["references", "depends_on", "related_to", "mentions"])
+    prefix: str = Field("mindnet", description="collection prefix, for graph expansion and titles")
+    _client: QdrantClient | None = PrivateAttr(default=None)
+
+    def __init__(self, *, client: QdrantClient | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._client = client
+
+    @classmethod
+    def from_config(cls, config: RetrieverConfig, *, client: QdrantClient | None = None, prefix: str = "mindnet",
+                    depth: int | None = None) -> MindnetScorer:
+        return cls(client=client, weights=config.scoring, prefix=prefix, edge_types=list(config.expand.edge_types),
+                   depth=config.expand.depth if depth is None else depth)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "MindnetScorer"
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+                           ) -> list[NodeWithScore]:
+        subgraph = None
+        if self._client is not None and self.depth > 0 and nodes:
+            ids = [n.node.metadata.get("chunk_id", n.node.node_id) for n in nodes]
+            weights = {i: float(n.score or 0.0) for i, n in zip(ids, nodes, strict=True)}
+            subgraph = expand(self._client, self.prefix, ids, self.depth, self.edge_types, weights)
+        return self.score_nodes(nodes, subgraph)
+
+    def score_nodes(self, nodes: list[NodeWithScore], subgraph: Subgraph | None) -> list[NodeWithScore]:
+        titles: dict[str, str] = {}
+        if subgraph is not None and self._client is not None:
+            others = {e["note_id"] for e in subgraph.edges} | {note_of(e["target_id"]) for e in subgraph.edges}
+            titles = note_titles(self._client, self.prefix, sorted(others))
+        for n in nodes:
+            titles.setdefault(n.node.metadata.get("note_id", ""), n.node.metadata.get("title", ""))
+        scored = []
+        for n in nodes:
+            meta = n.node.metadata
+            sem = meta.get(SEMANTIC_KEY) or {}
+            note_id = meta.get("note_id") or note_of(meta.get("chunk_id", n.node.node_id))
+            incoming = _edge_refs(subgraph.incoming(note_id), "incoming", titles) if subgraph else []
+            outgoing = _edge_refs(subgraph.outgoing(note_id), "outgoing", titles) if subgraph else []
+            breakdown = compute_score(
+                semantic=float(sem.get("semantic", n.score or 0.0)), dense=sem.get("dense"),
+                lexical=sem.get("lexical"), retriever_weight=float(meta.get("retriever_weight", 1.0)),
+                edge_bonus=subgraph.edge_bonus(note_id) if subgraph else 0.0,
+                centrality_bonus=subgraph.centrality_bonus(note_id) if subgraph else 0.0, weights=self.weights)
+            explanation = explain(breakdown, note_type=str(meta.get("type", "?")), incoming=incoming,
+                                  outgoing=outgoing, via_graph=bool(sem.get("via_graph")),
+                                  graph_used=subgraph is not None)
+            node = n.node.model_copy()
+            node.metadata = {**meta, "score_breakdown": breakdown.model_dump(),
+                             "explanation": explanation.model_dump()}
+            node.excluded_llm_metadata_keys = list(dict.fromkeys([*node.excluded_llm_metadata_keys, *RESULT_KEYS]))
+            node.excluded_embed_metadata_keys = list(dict.fromkeys([*node.excluded_embed_metadata_keys,
+                                                                    *RESULT_KEYS]))
+            scored.append(NodeWithScore(node=node, score=breakdown.total))
+        scored.sort(key=lambda x: (-(x.score or 0.0), x.node.metadata.get("chunk_id", x.node.node_id)))
+        return scored

@@ -1,0 +1,59 @@
+"""Helpers for the import tests: write a vault from a dict, build settings against the fake Ollama."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+from mindnet.settings import REPO_ROOT, SAMPLE_VAULT, Settings, TypesConfig, load_yaml_model
+
+TYPES_YAML = REPO_ROOT / "config" / "types.yaml"
+
+
+def load_types(path: Path = TYPES_YAML) -> TypesConfig:
+    return load_yaml_model(path, TypesConfig)
+
+
+def write_vault(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Create `root` with one file per entry (vault-relative path -> text or raw bytes)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
+def copy_sample_vault(target: Path) -> Path:
+    shutil.copytree(SAMPLE_VAULT, target)
+    return target
+
+
+def write_types(target: Path, **changes: object) -> Path:
+    """A copy of config/types.yaml with top-level keys or dotted paths (`chunk_profiles.short.overlap_words`)
+    replaced."""
+    data = yaml.safe_load(TYPES_YAML.read_text(encoding="utf-8"))
+    for dotted, value in changes.items():
+        node = data
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    target.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return target
+
+
+def fake_settings(tmp: Path, ollama_url: str, **overrides: object) -> Settings:
+    """Settings importing with the fake Ollama's embeddings into a Qdrant folder and a cache under `tmp`."""
+    values: dict[str, object] = {
+        "embedding": "ollama", "ollama_url": ollama_url, "qdrant_path": tmp / "qdrant",
+        "cache_dir": tmp / "cache", "collection_prefix": "t", "types_config": TYPES_YAML,
+        "vault_root": tmp / "vault",
+    }
+    values.update(overrides)
+    return Settings(**values)

@@ -1,0 +1,151 @@
+"""save_draft: writes inside the vault only, never over an existing note unless asked."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from mindnet.chat.drafts import draft_filename, save_draft
+from mindnet.chat.sanitizer import NoteDraft, empty_draft
+from mindnet.errors import DraftError
+from mindnet.settings import InterviewSchema
+
+SCHEMA = InterviewSchema(required=["title", "status"], sections=["Ziel"])
+NOW = datetime(2025, 3, 4)
+
+
+def draft(title: str = "Gemüsegarten") -> NoteDraft:
+    return empty_draft("project", SCHEMA, title=title, now=NOW)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    return root
+
+
+def test_saves_into_the_folder(vault: Path) -> None:
+    path = save_draft(draft(), vault_root=vault, folder="projects")
+    assert path == (vault / "projects" / "Gemüsegarten.md").resolve()
+
+
+def test_saved_content_is_the_markdown(vault: Path) -> None:
+    note = draft()
+    path = save_draft(note, vault_root=vault, folder="projects")
+    assert path.read_text(encoding="utf-8") == note.to_markdown()
+
+
+@pytest.mark.parametrize("folder", [None, ""])
+def test_no_folder_saves_at_the_vault_root(vault: Path, folder: str | None) -> None:
+    assert save_draft(draft(), vault_root=vault, folder=folder) == (vault / "Gemüsegarten.md").resolve()
+
+
+def test_nested_folder_is_created(vault: Path) -> None:
+    path = save_draft(draft(), vault_root=vault, folder="projects/2025")
+    assert path.parent == (vault / "projects" / "2025").resolve()
+
+
+@pytest.mark.parametrize("folder", ["..", "../outside", "projects/../../x", "..\\x", "/tmp",
+                                    "\\\\server\\share",
+                                    "C:\\notes", "C:notes"])
+def test_folder_traversal_is_rejected(vault: Path, folder: str) -> None:
+    with pytest.raises(DraftError, match="draft folder"):
+        save_draft(draft(), vault_root=vault, folder=folder)
+
+
+@pytest.mark.parametrize("title", ["../evil", "..", "a/../../b", "/etc/passwd", "\\windows"])
+def test_title_traversal_is_rejected(vault: Path, title: str) -> None:
+    with pytest.raises(DraftError, match="draft title"):
+        save_draft(draft(title), vault_root=vault, folder="projects")
+
+
+def test_rejected_draft_writes_nothing(vault: Path) -> None:
+    with pytest.raises(DraftError):
+        save_draft(draft("../evil"), vault_root=vault, folder="projects")
+    assert list(vault.parent.rglob("*.md")) == []
+
+
+def test_symlinked_folder_outside_the_vault_is_rejected(vault: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (vault / "projects").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(DraftError, match="outside the vault"):
+        save_draft(draft(), vault_root=vault, folder="projects")
+
+
+def test_symlinked_folder_inside_the_vault_is_allowed(vault: Path) -> None:
+    (vault / "real").mkdir()
+    (vault / "projects").symlink_to(vault / "real", target_is_directory=True)
+    path = save_draft(draft(), vault_root=vault, folder="projects")
+    assert path == (vault / "real" / "Gemüsegarten.md").resolve()
+
+
+def test_symlinked_file_is_not_followed(vault: Path, tmp_path: Path) -> None:
+    target = tmp_path / "target.md"
+    target.write_text("keep", encoding="utf-8")
+    (vault / "Gemüsegarten.md").symlink_to(target)
+    with pytest.raises(DraftError, match="symlink"):
+        save_draft(draft(), vault_root=vault, folder=None, overwrite=True)
+
+
+def test_existing_file_is_not_overwritten(vault: Path) -> None:
+    (vault / "Gemüsegarten.md").write_text("old", encoding="utf-8")
+    with pytest.raises(DraftError) as err:
+        save_draft(draft(), vault_root=vault, folder=None)
+    assert (str(vault / "Gemüsegarten.md") in str(err.value), "overwrite=True" in str(err.value),
+            (vault / "Gemüsegarten.md").read_text(encoding="utf-8")) == (True, True, "old")
+
+
+def test_overwrite_replaces_the_file(vault: Path) -> None:
+    (vault / "Gemüsegarten.md").write_text("old", encoding="utf-8")
+    path = save_draft(draft(), vault_root=vault, folder=None, overwrite=True)
+    assert path.read_text(encoding="utf-8") == draft().to_markdown()
+
+
+def test_overwrite_leaves_no_temp_files(vault: Path) -> None:
+    save_draft(draft(), vault_root=vault, folder=None, overwrite=True)
+    assert sorted(p.name for p in vault.iterdir()) == ["Gemüsegarten.md"]
+
+
+def test_missing_vault_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(DraftError, match="vault folder does not exist"):
+        save_draft(draft(), vault_root=tmp_path / "nope", folder=None)
+
+
+def test_folder_that_is_a_file_is_rejected(vault: Path) -> None:
+    (vault / "projects").write_text("x", encoding="utf-8")
+    with pytest.raises(DraftError, match="is a file"):
+        save_draft(draft(), vault_root=vault, folder="projects")
+
+
+@pytest.mark.parametrize(("title", "name"), [
+    ("Gemüsegarten", "Gemüsegarten.md"),
+    ("Projekt: Garten", "Projekt - Garten.md"),
+    ('Pros/Cons <A|B> "x"?*', "Pros-Cons -A-B- -x.md"),
+    ("...versteckt", "versteckt.md"),
+    ("Tab\tund\nZeile", "Tab-und-Zeile.md"),
+    ("???", "fallback-id.md"),
+    ("CON", "CON_.md"),
+    ("nul.txt", "nul.txt_.md"),
+    ("Vor...und nach", "Vor...und nach.md"),
+])
+def test_draft_filename(title: str, name: str) -> None:
+    assert draft_filename(title, fallback="fallback-id") == name
+
+
+def test_long_titles_are_capped() -> None:
+    assert len(draft_filename("ä" * 300, fallback="x").encode("utf-8")) == 200 + len(".md")
+
+
+def test_unsafe_chars_in_title_still_save(vault: Path) -> None:
+    path = save_draft(draft("Pros/Cons"), vault_root=vault, folder=None)
+    assert path.name == "Pros-Cons.md"
+
+
+def test_saving_twice_is_rejected(vault: Path) -> None:
+    save_draft(draft(), vault_root=vault, folder=None)
+    with pytest.raises(DraftError, match="already exists"):
+        save_draft(draft(), vault_root=vault, folder=None)
