@@ -107,8 +107,58 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if report.broken else 0
 
 
+def render_hits(data: dict, explain: bool) -> None:
+    t = Table(title=f"{data['mode']} search (query_id {data['query_id']})")
+    for col in ("#", "score", "breakdown", "title", "path"):
+        t.add_column(col, overflow="fold")
+    if explain:
+        t.add_column("why", overflow="fold")
+    for i, h in enumerate(data["hits"], 1):
+        b = h["score_breakdown"] or {}
+        row = [str(i), f"{h['score']:.3f}",
+               f"sem {b.get('semantic_term', 0):.3f} + edge {b.get('edge_term', 0):.3f} + "
+               f"cent {b.get('centrality_term', 0):.3f}", h["title"] or "", h["path"] or ""]
+        if explain:
+            row.append("\n".join((h.get("explanation") or {}).get("reasons", [])[:4]))
+        t.add_row(*row)
+    console.print(t)
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from mindnet.retrieval.query import QueryRequest
+    from mindnet.service import Mindnet
+    try:
+        request = QueryRequest(
+            query=args.text, mode=args.mode, top_k=args.top_k,
+            expand=None if args.expand_depth is None and args.edge_types is None else
+            {"depth": args.expand_depth if args.expand_depth is not None else 1,
+             "edge_types": args.edge_types.split(",") if args.edge_types else None},
+            filters={"types": args.type or [], "tags": args.tag or [], "path_prefix": args.path_prefix},
+            explain=args.explain, variants=args.variant or [], keywords=args.keyword or [])
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return 2
+    data = Mindnet(_settings(args)).query(request)
+    if args.json:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        render_hits(data, args.explain)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from mindnet.api import create_app
+    from mindnet.service import Mindnet
+    app = create_app(Mindnet(_settings(args)))
+    console.print(f"mindnet serving on http://{args.host}:{args.port}  (API docs: /docs)")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check,
+    "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "serve": cmd_serve,
 }
 
 
@@ -128,6 +178,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="report graph integrity; exit 1 when the index is broken")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("query", help="search the index (semantic or hybrid) and explain the hits")
+    p.add_argument("text", help="what you are looking for")
+    p.add_argument("--mode", choices=["semantic", "hybrid"])
+    p.add_argument("--top-k", type=int)
+    p.add_argument("--expand-depth", type=int, help="graph hops (0-3)")
+    p.add_argument("--edge-types", help="comma-separated edge kinds to follow")
+    p.add_argument("--type", action="append", help="only notes of this type (repeatable)")
+    p.add_argument("--tag", action="append", help="only notes with this tag (repeatable)")
+    p.add_argument("--path-prefix", help="only notes below this vault folder")
+    p.add_argument("--variant", action="append", help="another phrasing of the query (repeatable)")
+    p.add_argument("--keyword", action="append", help="keyword for the lexical search (repeatable)")
+    p.add_argument("--explain", action="store_true", help="show why each hit ranks where it does")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("serve", help="serve the HTTP API and the chat UI")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8001)
     return parser
 
 

@@ -15,6 +15,10 @@ from qdrant_client import QdrantClient
 
 from mindnet.backends import Embedder, EmbeddingCache, embedding_key, make_embedding
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
+from mindnet.logs import FlywheelLogs
+from mindnet.retrieval.query import QueryRequest
+from mindnet.retrieval.results import hit_dict, result_dict
+from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 from mindnet.settings import Settings
 from mindnet.store.client import open_client
 
@@ -50,6 +54,31 @@ class Mindnet:
     def importer(self) -> Importer:
         return Importer(client=self.client, prefix=self.settings.collection_prefix, embedder=self.embedder,
                         types=self.settings.types, concurrency=self.settings.embed_concurrency)
+
+    @cached_property
+    def retriever(self) -> MindnetRetriever:
+        return MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model)
+
+    @cached_property
+    def logs(self) -> FlywheelLogs:
+        return FlywheelLogs(self.settings.log_dir)
+
+    def record(self, request: QueryRequest, result: RetrievalResult, *, source: str = "query",
+               strategy: str | None = None) -> str:
+        """Append the search and its hits (with their breakdowns) to search_history.jsonl; returns query_id."""
+        hits = [{k: h[k] for k in ("node_id", "note_id", "title", "score")} | {"breakdown": h["score_breakdown"] or {}}
+                for h in (hit_dict(n, explain=False) for n in result.nodes)]
+        return self.logs.record_search(request.query, mode=result.query.mode, source=source, hits=hits,
+                                       strategy=strategy)
+
+    def query(self, request: QueryRequest) -> dict:
+        """Search, log, and return the JSON-able result (query_id, hits with breakdowns and explanations)."""
+        result = self.retriever.search(request)
+        return result_dict(result, self.record(request, result), explain=request.explain)
+
+    async def aquery(self, request: QueryRequest) -> dict:
+        result = await self.retriever.asearch(request)
+        return result_dict(result, self.record(request, result), explain=request.explain)
 
     def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
                ) -> ImportReport:

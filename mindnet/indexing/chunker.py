@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from mindnet.settings import ChunkProfile, ChunkStrategy
 
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'»„(\[]?[A-ZÄÖÜ0-9])")
 
 
@@ -40,6 +40,12 @@ class Chunk:
     @property
     def words(self) -> int:
         return len(self.text.split())
+
+
+def closes_fence(line: str, marker: str) -> bool:
+    """A fence closes with the same character, at least as many times, and nothing else on the line."""
+    s = line.strip()
+    return s.startswith(marker) and set(s) == {marker[0]}
 
 
 def _kind_of(line: str) -> str:
@@ -73,7 +79,7 @@ def split_blocks(body: str) -> list[Block]:
         elif fence:
             marker, start = fence.group(1), i
             i += 1
-            while i < len(lines) and not lines[i].lstrip().startswith(marker):
+            while i < len(lines) and not closes_fence(lines[i], marker):
                 i += 1
             i = min(i + 1, len(lines))  # include the closing fence (an unclosed one runs to the end)
             blocks.append(Block("code", "\n".join(lines[start:i]), [t for _, t in path], start))

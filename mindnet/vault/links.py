@@ -14,7 +14,7 @@ WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 REL_PREFIX = re.compile(r"^rel:\s*([A-Za-z_][\w-]*)\s+(.+)$", re.IGNORECASE)
 CALLOUT_START = re.compile(r"^\s*>\s*\[!edge\][+-]?\s*(.*)$", re.IGNORECASE)
 CALLOUT_KIND = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*:\s*(.*)$")
-FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 # a tag starts after whitespace or line start, is not a heading marker and not only digits
 TAG = re.compile(r"(?:(?<=\s)|^)#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)", re.UNICODE | re.MULTILINE)
 
@@ -41,13 +41,21 @@ def _split_target(inner: str) -> tuple[str, str | None]:
 
 def mask_code(text: str) -> str:
     """Blank out fenced code blocks and inline code so links and tags inside them are not read."""
-    out, in_fence = [], False
+    out: list[str] = []
+    marker: str | None = None   # the open fence (``` or ~~~, possibly longer)
     for line in text.split("\n"):
-        if FENCE.match(line):
-            in_fence = not in_fence
+        fence = FENCE.match(line)
+        if marker is None and fence:
+            marker = fence.group(1)
             out.append("")
             continue
-        out.append("" if in_fence else re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), line))
+        if marker is not None:
+            stripped = line.strip()
+            if stripped.startswith(marker) and set(stripped) == {marker[0]}:
+                marker = None
+            out.append("")
+            continue
+        out.append(re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), line))
     return "\n".join(out)
 
 

@@ -1,0 +1,30 @@
+"""Hits as plain data: the one shape the CLI, the HTTP API, the chat UI and the logs all show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.schema import NodeWithScore
+
+from mindnet.retrieval.retriever import RetrievalResult
+
+
+def hit_dict(n: NodeWithScore, *, explain: bool = True) -> dict[str, Any]:
+    meta = n.node.metadata
+    hit = {
+        "node_id": meta.get("chunk_id", n.node.node_id), "note_id": meta.get("note_id"),
+        "title": meta.get("title"), "path": meta.get("path"), "type": meta.get("type"),
+        "heading_path": meta.get("heading_path", []), "score": n.score, "text": meta.get("text", n.node.get_content()),
+        "score_breakdown": meta.get("score_breakdown"),
+    }
+    if explain:
+        hit["explanation"] = meta.get("explanation")
+    return hit
+
+
+def result_dict(result: RetrievalResult, query_id: str, *, explain: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"query_id": query_id, "mode": result.query.mode, "top_k": result.query.top_k,
+                           "hits": [hit_dict(n, explain=explain) for n in result.nodes], "trace": result.trace}
+    if result.notes is not None:
+        out["notes"] = [h.model_dump() for h in result.notes]
+    return out
