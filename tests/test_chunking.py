@@ -29,25 +29,31 @@ def test_chunk_ends_before_a_heading_once_half_full() -> None:
 
 
 def test_chunks_cut_between_paragraphs_not_inside_them() -> None:
-    paragraphs = [words(p, 15) for p in "abc"]
+    paragraphs = [words(p, 25) for p in "abc"]
     texts = [c.text for c, _ in chunk_body("\n\n".join(paragraphs), SMALL)]
     assert texts == paragraphs
 
 
+def test_small_paragraphs_are_packed_up_to_the_target_size() -> None:
+    paragraphs = [words(p, 15) for p in "abc"]
+    texts = [c.text for c, _ in chunk_body("\n\n".join(paragraphs), SMALL)]
+    assert texts == [f"{paragraphs[0]}\n\n{paragraphs[1]}", paragraphs[2]]
+
+
 def test_a_too_long_paragraph_is_cut_between_sentences() -> None:
     sentences = [f"Satz {n} hat genau sieben Wörter hier." for n in range(8)]
-    texts = [c.text for c, _ in chunk_body(" ".join(sentences), SMALL)]
-    assert texts == [" ".join(sentences[0:2]), " ".join(sentences[2:4]), " ".join(sentences[4:6]),
-                     " ".join(sentences[6:8])]
+    profile = ChunkProfile(target_words=14, max_words=20, overlap_words=0)
+    texts = [c.text for c, _ in chunk_body(" ".join(sentences), profile)]
+    assert texts == [" ".join(sentences[n:n + 2]) for n in range(0, 8, 2)]
 
 
-@pytest.mark.parametrize("fence", ["```", "~~~", "````"])
-def test_a_fenced_code_block_is_never_split_even_when_longer_than_max(fence: str) -> None:
-    code = "\n".join([f"{fence}python", *(f"x{i} = {i}  # words words" for i in range(30)), "```", fence])
+@pytest.mark.parametrize(("fence", "inner"), [("```", "~~~"), ("~~~", "```"), ("````", "```")])
+def test_a_fenced_code_block_is_never_split_even_when_longer_than_max(fence: str, inner: str) -> None:
+    code = "\n".join([f"{fence}python", *(f"x{i} = {i}  # words words" for i in range(30)), inner,
+                      "# not a heading", fence])
     body = f"{words('a', 10)}\n\n{code}\n\n{words('b', 30)}"
-    chunks = [c.text for c, _ in chunk_body(body, SMALL)]
-    assert [t for t in chunks if f"{fence}python" in t] == [f"{words('a', 10)}\n\n{code}"]
-    assert sum(t.count("x0 = 0") + t.count("x29 = 29") for t in chunks) == 2
+    texts = [c.text for c, _ in chunk_body(body, SMALL)]
+    assert texts == [words("a", 10), code, words("b", 30)]
 
 
 def test_a_long_table_is_cut_between_rows_and_each_part_repeats_the_header() -> None:
@@ -79,20 +85,20 @@ def test_sliding_packs_small_sections_together() -> None:
 
 
 @pytest.mark.parametrize(("profile_name", "chunks"), [
-    ("short", 7), ("medium", 4), ("long", 2), ("by_heading", 6),
+    ("short", 12), ("medium", 6), ("long", 3), ("by_heading", 6),
 ])
 def test_configured_profiles_give_their_chunk_counts(types_config, profile_name: str, chunks: int) -> None:
-    body = "\n\n".join(f"## Section {s}\n\n" + "\n\n".join(words(f"s{s}p{p}", 50) for p in range(2))
+    body = "\n\n".join(f"## Section {s}\n\n" + "\n\n".join(words(f"s{s}p{p}", 50) for p in range(3))
                        for s in range(6))
     assert len(chunk_body(body, types_config.chunk_profiles[profile_name])) == chunks
 
 
 def test_window_is_overlap_of_previous_text_plus_text_and_text_has_no_overlap() -> None:
-    pieces = chunk_body("\n\n".join(words(p, 15) for p in "ab"), SMALL)
+    pieces = chunk_body("\n\n".join(words(p, 25) for p in "ab"), SMALL)
     (first, first_window), (second, second_window) = pieces
-    assert (first.text, first_window) == (words("a", 15), words("a", 15))
-    assert second.text == words("b", 15)
-    assert second_window == "a10 a11 a12 a13 a14\n\n" + words("b", 15)
+    assert (first.text, first_window) == (words("a", 25), words("a", 25))
+    assert second.text == words("b", 25)
+    assert second_window == "a20 a21 a22 a23 a24\n\n" + words("b", 25)
 
 
 def test_empty_body_gives_no_chunks() -> None:
@@ -102,3 +108,8 @@ def test_empty_body_gives_no_chunks() -> None:
 def test_trailing_heading_without_text_joins_the_last_chunk() -> None:
     texts = [c.text for c, _ in chunk_body(f"{words('a', 5)}\n\n## Empty end", SMALL)]
     assert texts == [f"{words('a', 5)}\n\n## Empty end"]
+
+
+def test_a_run_on_paragraph_without_sentence_ends_is_cut_between_words() -> None:
+    texts = [c.text for c, _ in chunk_body(words("a", 50), SMALL)]
+    assert texts == [" ".join(f"a{i}" for i in range(n, min(n + 20, 50))) for n in (0, 20, 40)]

@@ -96,6 +96,13 @@ def split_blocks(body: str) -> list[Block]:
     return blocks
 
 
+def _cut_words(text: str, max_words: int, target_words: int) -> list[str]:
+    tokens = text.split()
+    if len(tokens) <= max_words:
+        return [text]
+    return [" ".join(tokens[i:i + target_words]) for i in range(0, len(tokens), target_words)]
+
+
 def _split_long(block: Block, max_words: int, target_words: int) -> list[Block]:
     """Cut a block that alone exceeds max_words: tables/lists between lines, prose between sentences.
     Code blocks are never cut."""
@@ -107,7 +114,9 @@ def _split_long(block: Block, max_words: int, target_words: int) -> list[Block]:
         units = units[len(header):]
         joiner = "\n"
     else:
-        units = SENTENCE_END.split(block.text)
+        # between sentences; a run-on sentence longer than max_words is cut between words
+        units = [piece for sentence in SENTENCE_END.split(block.text) for piece in _cut_words(sentence, max_words,
+                                                                                               target_words)]
         header, joiner = [], " "
     pieces: list[list[str]] = [[]]
     for unit in units:
@@ -117,7 +126,7 @@ def _split_long(block: Block, max_words: int, target_words: int) -> list[Block]:
         pieces[-1].append(unit)
     out = []
     for n, piece in enumerate(pieces):
-        text = joiner.join((header if n else header) + piece) if header else joiner.join(piece)
+        text = joiner.join(header + piece)
         if text.strip():
             out.append(Block(block.kind, text, block.heading_path, block.line))
     return out
