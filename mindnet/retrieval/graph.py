@@ -85,9 +85,52 @@ def _load_edges(client: QdrantClient, collection: str, frontier: list[str], edge
             return out
 
 
+class EdgeIndex:
+    """All resolved, non-structural edges held in memory, indexed by defining note and by target note.
+
+    Local Qdrant evaluates a filtered scroll in Python over every edge point, per hop and per query; one
+    scroll at start-up (and after each import) makes expansion a dictionary lookup instead. A Qdrant server
+    has payload indexes, so `expand` queries it directly when no EdgeIndex is given.
+    """
+
+    def __init__(self, edges: Iterable[dict]) -> None:
+        self.by_note: dict[str, list[dict]] = {}
+        self.by_target: dict[str, list[dict]] = {}
+        self.size = 0
+        for e in edges:
+            if e.get("kind") in STRUCTURAL or not e.get("resolved", True):
+                continue
+            self.size += 1
+            self.by_note.setdefault(e["note_id"], []).append(e)
+            self.by_target.setdefault(note_of(e["target_id"]), []).append(e)
+
+    @classmethod
+    def load(cls, client: QdrantClient, prefix: str) -> EdgeIndex:
+        collection = names(prefix)["edges"]
+        if not client.collection_exists(collection):
+            return cls([])
+        flt = qm.Filter(must_not=[qm.FieldCondition(key="kind", match=qm.MatchAny(any=sorted(STRUCTURAL)))])
+        out, offset = [], None
+        while True:
+            points, offset = client.scroll(collection, scroll_filter=flt, limit=2000, offset=offset,
+                                           with_payload=True, with_vectors=False)
+            out += [p.payload for p in points]
+            if offset is None:
+                return cls(out)
+
+    def edges_for(self, frontier: list[str], edge_types: list[str]) -> list[dict]:
+        kinds = set(edge_types)
+        out = []
+        for note in frontier:
+            out += [e for e in self.by_note.get(note, ()) if e["kind"] in kinds]
+            out += [e for e in self.by_target.get(note, ()) if e["kind"] in kinds]
+        return out
+
+
 def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: int, edge_types: list[str],
-           seed_weights: dict[str, float] | None = None) -> Subgraph:
-    """Load the subgraph `depth` hops around the seeds (chunk ids or note ids) over `edge_types`."""
+           seed_weights: dict[str, float] | None = None, edge_index: EdgeIndex | None = None) -> Subgraph:
+    """Load the subgraph `depth` hops around the seeds (chunk ids or note ids) over `edge_types`
+    (from `edge_index` when given, else from the edges collection)."""
     seed_notes: dict[str, float] = {}
     for sid in seed_ids:
         note = note_of(sid)
@@ -105,7 +148,9 @@ def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: in
     for _ in range(depth):
         visited.update(frontier)
         found: set[str] = set()
-        for e in _load_edges(client, collection, frontier, kinds):
+        loaded = (edge_index.edges_for(frontier, kinds) if edge_index is not None
+                  else _load_edges(client, collection, frontier, kinds))
+        for e in loaded:
             if e["edge_id"] in seen_edges:
                 continue
             seen_edges.add(e["edge_id"])

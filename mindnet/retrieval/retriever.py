@@ -27,11 +27,12 @@ from qdrant_client import models as qm
 from threadpoolctl import ThreadpoolController
 
 from mindnet.indexing.sparse import SparseEncoder, to_qdrant
-from mindnet.retrieval.graph import Subgraph, expand
+from mindnet.retrieval.graph import EdgeIndex, Subgraph, expand
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
-from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer
+from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, load_titles
 from mindnet.settings import RetrieverConfig, Settings
+from mindnet.store.client import is_local
 from mindnet.store.collections import DENSE, SPARSE, names
 
 _BLAS = ThreadpoolController()
@@ -79,6 +80,22 @@ class MindnetRetriever(BaseRetriever):
         self.defaults = defaults or {}       # QueryRequest fields used by plain `retrieve(str)` calls
         self.scorer = MindnetScorer.from_config(config, client=client, prefix=prefix, depth=0)
         self._lock = threading.Lock()        # local Qdrant is one client: serialise its use across threads
+        self._edge_index: EdgeIndex | None = None
+        self._titles: dict[str, str] = {}
+        self.cache_edges = is_local(client)  # a server answers filtered scrolls from payload indexes
+
+    def invalidate(self) -> None:
+        """Forget cached index data (call after an import)."""
+        self._edge_index = None
+        self._titles = {}
+
+    def _edges(self) -> EdgeIndex | None:
+        if not self.cache_edges:
+            return None
+        if self._edge_index is None:
+            self._edge_index = EdgeIndex.load(self.client, self.prefix)
+            self._titles = load_titles(self.client, self.prefix)
+        return self._edge_index
 
     @classmethod
     def from_settings(cls, settings: Settings, *, client: QdrantClient, embed_model: BaseEmbedding,
@@ -176,7 +193,8 @@ class MindnetRetriever(BaseRetriever):
             t2 = time.perf_counter()
             ranked = sorted(cands.values(), key=lambda c: -c.semantic)[: self.config.expand.seeds]
             seeds = {c.payload["chunk_id"]: c.semantic for c in ranked}
-            subgraph = expand(self.client, self.prefix, list(seeds), q.depth, q.edge_types, seeds)
+            subgraph = expand(self.client, self.prefix, list(seeds), q.depth, q.edge_types, seeds,
+                              edge_index=self._edges())
             graph_only = self._graph_candidates(q, subgraph, cands, flt, dense_vecs, sparse_queries, lexical_max)
             self._fuse(q, graph_only, lo, hi)
             for c in graph_only:
@@ -189,7 +207,7 @@ class MindnetRetriever(BaseRetriever):
         t3 = time.perf_counter()
         nodes = [self._to_node(c) for c in cands.values()]
         self.scorer._client = self.client
-        scored = self.scorer.score_nodes(nodes, subgraph)
+        scored = self.scorer.score_nodes(nodes, subgraph, self._titles if self.cache_edges else None)
         if q.rerank and self.reranker is not None:
             scored = rerank_head_tail(scored, self.reranker, limit=self.config.rerank.limit,
                                       query=q.request.query)

@@ -34,6 +34,21 @@ def note_titles(client: QdrantClient, prefix: str, note_ids: list[str]) -> dict[
     return {p.payload["note_id"]: p.payload.get("title", "") for p in points}
 
 
+def load_titles(client: QdrantClient, prefix: str) -> dict[str, str]:
+    """Every note's title (for naming the other end of an edge without a query per hit)."""
+    collection = names(prefix)["notes"]
+    out: dict[str, str] = {}
+    if not client.collection_exists(collection):
+        return out
+    offset = None
+    while True:
+        points, offset = client.scroll(collection, limit=2000, offset=offset, with_vectors=False,
+                                       with_payload=qm.PayloadSelectorInclude(include=["note_id", "title"]))
+        out.update({p.payload["note_id"]: p.payload.get("title", "") for p in points})
+        if offset is None:
+            return out
+
+
 def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> list[EdgeRef]:
     refs = []
     for e in sorted(edges, key=lambda e: -e["confidence"]):
@@ -73,9 +88,11 @@ class MindnetScorer(BaseNodePostprocessor):
             subgraph = expand(self._client, self.prefix, ids, self.depth, self.edge_types, weights)
         return self.score_nodes(nodes, subgraph)
 
-    def score_nodes(self, nodes: list[NodeWithScore], subgraph: Subgraph | None) -> list[NodeWithScore]:
-        titles: dict[str, str] = {}
-        if subgraph is not None and self._client is not None:
+    def score_nodes(self, nodes: list[NodeWithScore], subgraph: Subgraph | None,
+                    titles: dict[str, str] | None = None) -> list[NodeWithScore]:
+        """Score and explain `nodes`; `titles` (note id -> title) saves a lookup when the caller has them."""
+        titles = dict(titles or {})
+        if subgraph is not None and self._client is not None and not titles:
             others = {e["note_id"] for e in subgraph.edges} | {note_of(e["target_id"]) for e in subgraph.edges}
             titles = note_titles(self._client, self.prefix, sorted(others))
         for n in nodes:
