@@ -83,7 +83,10 @@ class Mindnet:
     def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
                ) -> ImportReport:
         with self.import_lock:
-            return self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress)
+            try:
+                return self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress)
+            finally:
+                self._after_import()
 
     async def aingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
                       ) -> ImportReport:
@@ -94,7 +97,12 @@ class Mindnet:
         try:
             return await self.importer.arun(Path(vault or self.settings.vault_root), full=full, progress=progress)
         finally:
+            self._after_import()
             self.import_lock.release()
+
+    def _after_import(self) -> None:
+        if "retriever" in self.__dict__:
+            self.retriever.invalidate()
 
     def close(self) -> None:
         if "client" in self.__dict__:
