@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mindnet.errors import QueryError
 from mindnet.settings import RetrieverConfig
@@ -15,7 +15,8 @@ BUILTIN_EDGE_KINDS = frozenset({"references", "depends_on", "related_to", "menti
 
 class ExpandRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    depth: int = Field(1, description="graph hops around the hits (0 = none, at most 3)")
+    depth: int | None = Field(None, description="graph hops around the hits (0 = none, at most 3; "
+                                                 "default: retriever.yaml expand.depth)")
     edge_types: list[str] | None = Field(None, description="edge kinds to follow (default: retriever.yaml)")
 
 
@@ -56,6 +57,16 @@ class QueryRequest(BaseModel):
             raise ValueError("must not be empty; type what you are looking for")
         return v.strip()
 
+    @classmethod
+    def build(cls, **fields: Any) -> QueryRequest:
+        """Construct from keyword fields; an invalid field raises QueryError naming the field."""
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise QueryError(f"{first['msg']} (got {first.get('input')!r})",
+                             field=".".join(str(p) for p in first["loc"]) or "request") from exc
+
     def texts(self) -> list[str]:
         """The dense+sparse query texts: search_text (else query), then the variants, without duplicates."""
         first = (self.search_text or "").strip() or self.query
@@ -73,7 +84,7 @@ class QueryRequest(BaseModel):
             raise QueryError(f"is {top_k}, above the cap of {config.max_top_k} (retriever.yaml max_top_k)",
                              field="top_k")
         mode = self.mode or config.mode
-        depth = config.expand.depth if self.expand is None else self.expand.depth
+        depth = config.expand.depth if self.expand is None or self.expand.depth is None else self.expand.depth
         if not 0 <= depth <= 3:
             raise QueryError(f"must be between 0 and 3, got {depth}", field="expand.depth")
         kinds = (self.expand.edge_types if self.expand and self.expand.edge_types is not None

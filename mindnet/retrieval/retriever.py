@@ -107,10 +107,10 @@ class MindnetRetriever(BaseRetriever):
     # ------------------------------------------------------------------ LlamaIndex hooks
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.search(QueryRequest(query=query_bundle.query_str, **self.defaults)).nodes
+        return self.search(QueryRequest.build(query=query_bundle.query_str, **self.defaults)).nodes
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        request = QueryRequest(query=query_bundle.query_str, **self.defaults)
+        request = QueryRequest.build(query=query_bundle.query_str, **self.defaults)
         return (await self.asearch(request)).nodes
 
     # ------------------------------------------------------------------ search
@@ -140,8 +140,9 @@ class MindnetRetriever(BaseRetriever):
         return qm.Filter(must=must) if must else None
 
     def _keep(self, q: ResolvedQuery, payload: dict) -> bool:
-        prefix = q.request.filters.path_prefix
-        return not prefix or str(payload.get("path", "")).startswith(prefix.lstrip("/"))
+        """The path prefix names a vault folder: "projects" keeps projects/x.md, not projects-old/x.md."""
+        folder = (q.request.filters.path_prefix or "").strip("/")
+        return not folder or str(payload.get("path", "")).startswith(folder + "/")
 
     def _search_locked(self, q: ResolvedQuery, dense_vecs: list[np.ndarray], trace: dict) -> RetrievalResult:
         t0 = time.perf_counter()
@@ -205,7 +206,7 @@ class MindnetRetriever(BaseRetriever):
                               "ms": round(1000 * (time.perf_counter() - t2), 1)}
 
         t3 = time.perf_counter()
-        nodes = [self._to_node(c) for c in cands.values()]
+        nodes = [self._to_node(c, hybrid=q.mode == "hybrid") for c in cands.values()]
         self.scorer._client = self.client
         scored = self.scorer.score_nodes(nodes, subgraph, self._titles if self.cache_edges else None)
         if q.rerank and self.reranker is not None:
@@ -281,9 +282,9 @@ class MindnetRetriever(BaseRetriever):
         return list(best.values())
 
     @staticmethod
-    def _to_node(c: Candidate) -> NodeWithScore:
+    def _to_node(c: Candidate, *, hybrid: bool) -> NodeWithScore:
+        """`lexical` is None in semantic mode: no BM25 score was computed, so none is shown."""
         node = metadata_dict_to_node(c.payload)
         node.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense,
-                                       "lexical": c.lexical if c.lexical or not c.via_graph else 0.0,
-                                       "via_graph": c.via_graph}
+                                       "lexical": c.lexical if hybrid else None, "via_graph": c.via_graph}
         return NodeWithScore(node=node, score=c.semantic)

@@ -1,0 +1,92 @@
+"""HTTP: GET /health, POST /query (hits with breakdowns, 422 naming the field), search history logging."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from helpers_vault import fake_settings
+from qdrant_client import QdrantClient
+from retrieval_fixtures import DictEmbedding, NoteSpec, Q, at_cos, build_index, link
+
+from mindnet.api import create_app
+from mindnet.service import Mindnet
+
+NOTES = [NoteSpec("a", [at_cos(0.9)], type="decision"), NoteSpec("b", [at_cos(0.7), at_cos(0.6)]),
+         NoteSpec("c", [at_cos(0.5)])]
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> TestClient:
+    client = QdrantClient(":memory:")
+    build_index(client, NOTES, [link("a", "c")])
+    settings = fake_settings(tmp_path, "http://127.0.0.1:9", log_dir=tmp_path / "logs")
+    mindnet = Mindnet(settings, client=client, embed_model=DictEmbedding(vectors={"q": Q}))
+    return TestClient(create_app(mindnet))
+
+
+def history(tmp_path: Path) -> list[dict]:
+    path = tmp_path / "logs" / "search_history.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_health_counts_the_collections(api: TestClient, tmp_path: Path) -> None:
+    r = api.get("/health")
+    assert r.status_code == 200
+    assert r.json() == {"status": "ok", "collections": {"notes": 3, "chunks": 4, "edges": 1},
+                        "embedding": "ollama", "vault": str(tmp_path / "vault")}
+
+
+def test_query_returns_hits_with_breakdowns(api: TestClient) -> None:
+    r = api.post("/query", json={"query": "q", "mode": "semantic", "top_k": 3})
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["mode"], body["top_k"]) == ("semantic", 3)
+    assert [h["node_id"] for h in body["hits"]] == ["a#c01", "b#c01", "b#c02"]
+    assert body["hits"][0]["score_breakdown"]["total"] == pytest.approx(0.9)
+    assert body["hits"][0]["explanation"]["reasons"][0] == \
+        "semantic match 0.900 x type 'decision' weight 1 -> 0.900"
+
+
+def test_query_without_explanations(api: TestClient) -> None:
+    body = api.post("/query", json={"query": "q", "explain": False}).json()
+    assert all("explanation" not in h for h in body["hits"])
+
+
+def test_query_returns_notes_when_aggregated(api: TestClient) -> None:
+    body = api.post("/query", json={"query": "q", "mode": "semantic", "aggregate": "sum"}).json()
+    assert [(n["note_id"], round(n["score"], 4)) for n in body["notes"]] == [
+        ("b", 1.3), ("a", 0.9), ("c", 0.5)]
+
+
+@pytest.mark.parametrize(("payload", "field"), [
+    ({"query": ""}, "query"),
+    ({"query": "q", "top_k": -1}, "top_k"),
+    ({"query": "q", "top_k": 51}, "top_k"),
+    ({"query": "q", "expand": {"depth": 4}}, "expand.depth"),
+    ({"query": "q", "expand": {"edge_types": ["likes"]}}, "expand.edge_types"),
+    ({"query": "q", "mode": "fuzzy"}, "mode"),
+    ({"query": "q", "extra": 1}, "extra"),
+    ({}, "query"),
+])
+def test_bad_query_is_422_naming_the_field(api: TestClient, tmp_path: Path, payload: dict,
+                                           field: str) -> None:
+    r = api.post("/query", json=payload)
+    assert r.status_code == 422
+    body = r.json()
+    assert body.get("field") == field or [e["field"] for e in body.get("errors", [])] == [field]
+    assert field in body["detail"]
+    assert not (tmp_path / "logs" / "search_history.jsonl").exists()
+
+
+def test_every_query_is_logged_with_its_hits(api: TestClient, tmp_path: Path) -> None:
+    first = api.post("/query", json={"query": "q", "mode": "semantic", "top_k": 2}).json()
+    second = api.post("/query", json={"query": "q", "mode": "hybrid", "top_k": 1}).json()
+    records = history(tmp_path)
+    assert [(r["query_id"], r["query_text"], r["mode"], r["source"]) for r in records] == [
+        (first["query_id"], "q", "semantic", "query"), (second["query_id"], "q", "hybrid", "query")]
+    assert [h["node_id"] for h in records[0]["hits"]] == ["a#c01", "b#c01"]
+    assert records[0]["hits"][0]["breakdown"] == first["hits"][0]["score_breakdown"]
+    assert records[0]["hits"][0]["score"] == first["hits"][0]["score"]

@@ -1,0 +1,70 @@
+"""Edge and centrality bonuses: in hybrid mode a note linked from the other hits moves up; explanations name
+the edges."""
+
+from __future__ import annotations
+
+import pytest
+from retrieval_fixtures import NoteSpec, at_cos, config, link, make_retriever, note_order
+
+from mindnet.retrieval.query import QueryRequest
+
+NOTES = [NoteSpec("a", [at_cos(0.9)]), NoteSpec("b", [at_cos(0.85)]), NoteSpec("c", [at_cos(0.8)]),
+         NoteSpec("far", [at_cos(0.0)])]
+EDGES = [link("a", "c"), link("b", "c", kind="depends_on", confidence=0.95, rule_id="inline:rel")]
+
+
+@pytest.mark.parametrize(("mode", "edge_weight", "centrality_weight", "order"), [
+    ("semantic", 0.3, 0.2, ["a", "b", "c", "far"]),
+    ("hybrid", 0.0, 0.0, ["a", "b", "c", "far"]),      # no bonus: the fused similarity alone
+    ("hybrid", 0.3, 0.0, ["c", "a", "b", "far"]),      # c: 0.444 + 0.3 * 0.4875 = 0.591 > a: 0.5
+    ("hybrid", 0.0, 0.2, ["c", "a", "b", "far"]),      # c is the most central node: 0.444 + 0.2 > a
+    ("hybrid", 0.3, 0.2, ["c", "a", "b", "far"]),
+])
+def test_bonuses_change_the_ranking_in_hybrid_mode(mode: str, edge_weight: float, centrality_weight: float,
+                                                   order: list[str]) -> None:
+    cfg = config(**{"scoring.edge_weight": edge_weight, "scoring.centrality_weight": centrality_weight})
+    result = make_retriever(NOTES, EDGES, cfg=cfg).search(QueryRequest(query="q", mode=mode))
+    assert note_order(result.nodes) == order
+
+
+def test_edge_bonus_worked_numbers() -> None:
+    # seeds: a, b, c, far (all four candidates); edges into c from seeds: 1.0 + 0.95 -> (1.0 + 0.95) / 4
+    nodes = make_retriever(NOTES, EDGES).search(QueryRequest(query="q", mode="hybrid")).nodes
+    b = {n.node.metadata["note_id"]: n.node.metadata["score_breakdown"] for n in nodes}
+    assert (b["c"]["edge_bonus"], b["c"]["edge_term"]) == (pytest.approx(0.4875), pytest.approx(0.14625))
+    assert (b["a"]["edge_bonus"], b["b"]["edge_bonus"]) == (0.0, 0.0)
+    assert b["c"]["centrality_bonus"] == pytest.approx(1.0)
+    assert b["c"]["total"] == pytest.approx(0.5 * 0.8 / 0.9 + 0.14625 + 0.2)
+
+
+def test_depth_zero_hybrid_has_no_bonus() -> None:
+    request = QueryRequest(query="q", mode="hybrid", expand={"depth": 0})
+    nodes = make_retriever(NOTES, EDGES).search(request).nodes
+    breakdowns = [n.node.metadata["score_breakdown"] for n in nodes]
+    assert [(b["edge_bonus"], b["centrality_bonus"]) for b in breakdowns] == [(0.0, 0.0)] * 4
+
+
+def test_explanation_names_incoming_edges() -> None:
+    nodes = make_retriever(NOTES, EDGES).search(QueryRequest(query="q", mode="hybrid")).nodes
+    c = next(n for n in nodes if n.node.metadata["note_id"] == "c").node.metadata["explanation"]
+    assert [(e["direction"], e["other_id"], e["other_title"], e["kind"], e["rule_id"], e["confidence"])
+            for e in c["incoming"]] == [("incoming", "a", "A", "references", "explicit:wikilink", 1.0),
+                                        ("incoming", "b", "B", "depends_on", "inline:rel", 0.95)]
+    assert c["reasons"][-2:] == ["referenced by 'A' (references, explicit:wikilink, confidence 1.00)",
+                                 "referenced by 'B' (depends_on, inline:rel, confidence 0.95)"]
+    assert c["outgoing"] == []
+
+
+def test_explanation_names_outgoing_edges() -> None:
+    nodes = make_retriever(NOTES, EDGES).search(QueryRequest(query="q", mode="hybrid")).nodes
+    a = next(n for n in nodes if n.node.metadata["note_id"] == "a").node.metadata["explanation"]
+    assert a["incoming"] == []
+    assert a["reasons"][-1] == "points to 'C' (references, explicit:wikilink, confidence 1.00)"
+
+
+def test_explanation_leaves_out_edge_types_not_followed() -> None:
+    nodes = make_retriever(NOTES, EDGES).search(
+        QueryRequest(query="q", mode="hybrid", expand={"edge_types": ["references"]})).nodes
+    c = next(n for n in nodes if n.node.metadata["note_id"] == "c").node.metadata
+    assert [e["other_id"] for e in c["explanation"]["incoming"]] == ["a"]
+    assert c["score_breakdown"]["edge_bonus"] == pytest.approx(0.25)
