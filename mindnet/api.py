@@ -8,17 +8,20 @@ attach to the same app.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
-from mindnet.errors import (ConfigError, DimensionMismatchError, LLMUnavailableError, MindnetError, QueryError,
-                            StoreLockedError)
+from mindnet.chat.engine import ChatEvent, ChatRequest, ChatResponse
+from mindnet.errors import (ConfigError, DimensionMismatchError, DraftError, LLMUnavailableError, MindnetError,
+                            QueryError, StoreLockedError)
 from mindnet.retrieval.query import QueryRequest
 from mindnet.service import Mindnet
+from mindnet.store.collections import names
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +42,8 @@ class IngestRequest(BaseModel):
     full: bool = False
 
 
-def create_app(mindnet: Mindnet | None = None) -> FastAPI:
+def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
+    """The HTTP API; with `ui`, the Chainlit chat is mounted at /ui (once per process) and / redirects there."""
     app = FastAPI(title="mindnet", description="Graph-aware retrieval and chat over a Markdown vault")
     app.state.mindnet = mindnet or Mindnet.from_env()
 
@@ -61,7 +65,6 @@ def create_app(mindnet: Mindnet | None = None) -> FastAPI:
     @app.get("/health")
     async def health() -> dict[str, Any]:
         m: Mindnet = app.state.mindnet
-        from mindnet.store.collections import names
         counts = {kind: (m.client.count(name).count if m.client.collection_exists(name) else 0)
                   for kind, name in names(m.settings.collection_prefix).items()}
         return {"status": "ok", "collections": counts, "embedding": m.settings.embedding,
@@ -76,4 +79,64 @@ def create_app(mindnet: Mindnet | None = None) -> FastAPI:
         report = await app.state.mindnet.aingest(full=bool(request and request.full))
         return report.as_dict()
 
+    _add_chat_routes(app)
+    if ui:
+        from mindnet.ui.mount import mount_ui
+        mount_ui(app, app.state.mindnet, path="/ui")
     return app
+
+
+# --------------------------------------------------------------------------- chat, feedback, drafts
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query_id: str
+    node_id: str = "generated_answer"
+    score: int
+    comment: str | None = None
+
+
+class DraftRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    markdown: str
+    note_type: str
+    overwrite: bool = False
+
+
+def _add_chat_routes(app: FastAPI) -> None:
+    @app.post("/chat")
+    async def chat(request: ChatRequest) -> ChatResponse:
+        return await app.state.mindnet.chat.achat(request)
+
+    @app.post("/chat/stream")
+    async def chat_stream(request: ChatRequest) -> StreamingResponse:
+        engine = app.state.mindnet.chat
+        await engine.aroute(request)  # an invalid strategy override is a 422 before streaming starts
+
+        async def lines() -> AsyncIterator[str]:
+            try:
+                async for event in engine.astream(request):
+                    yield event.model_dump_json() + "\n"
+            except MindnetError as exc:
+                log.warning("chat stream failed: %s", exc)
+                yield ChatEvent(kind="error", data={"message": str(exc)}).model_dump_json() + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    @app.post("/feedback")
+    async def feedback(request: FeedbackRequest) -> dict[str, Any]:
+        record = app.state.mindnet.logs.record_feedback(request.query_id, request.score, node_id=request.node_id,
+                                                        comment=request.comment)
+        return record.model_dump(mode="json")
+
+    @app.post("/drafts")
+    async def drafts(request: DraftRequest) -> Any:
+        try:
+            return await app.state.mindnet.asave_draft(request.markdown, request.note_type,
+                                                      overwrite=request.overwrite)
+        except DraftError as exc:
+            status = 409 if isinstance(exc.__cause__, FileExistsError) else 422
+            return JSONResponse(status_code=status, content={"error": "DraftError", "detail": str(exc),
+                                                             "path": exc.path})
+

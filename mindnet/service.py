@@ -9,6 +9,7 @@ import logging
 import threading
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from qdrant_client import QdrantClient
@@ -21,6 +22,10 @@ from mindnet.retrieval.results import hit_dict, result_dict
 from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 from mindnet.settings import Settings
 from mindnet.store.client import open_client
+
+if TYPE_CHECKING:
+    from mindnet.chat.engine import ChatEngine
+    from mindnet.chat.sanitizer import NoteDraft
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +109,52 @@ class Mindnet:
         if "retriever" in self.__dict__:
             self.retriever.invalidate()
 
+    # ------------------------------------------------------------------ chat
+
+    @cached_property
+    def chat(self) -> ChatEngine:
+        """The chat engine (router + strategies) over this service's retriever, logs and LLM."""
+        from mindnet.chat.context import ChatServices
+        from mindnet.chat.engine import ChatEngine
+        from mindnet.chat.llm import LLMGate
+        services = ChatServices(settings=self.settings, retriever=self.retriever, gate=LLMGate(settings=self.settings),
+                                record=self.record, logs=self.logs)
+        return ChatEngine.from_services(services)
+
+    def _draft_target(self, markdown: str, note_type: str) -> tuple[NoteDraft, str | None]:
+        from mindnet.chat.sanitizer import normalize_meta_and_body
+        from mindnet.errors import DraftError
+        schemas = self.settings.decision_engine.schemas
+        if note_type not in schemas:
+            raise DraftError(f"note type {note_type!r} has no interview schema",
+                             path=str(self.settings.decision_path), hint=f"use one of {', '.join(schemas)}")
+        if not markdown.strip():
+            raise DraftError("the draft is empty", hint="write the note's text before saving it")
+        draft = normalize_meta_and_body(markdown, note_type=note_type, schema=schemas[note_type])
+        spec = self.settings.types.types.get(note_type)
+        return draft, spec.folder if spec else None
+
+    def _draft_saved(self, draft: NoteDraft, path: Path, report: ImportReport) -> dict:
+        root = Path(self.settings.vault_root).resolve()
+        return {"path": path.relative_to(root).as_posix(), "note_id": draft.note_id, "title": draft.title,
+                "warnings": list(draft.warnings), "import": report.as_dict()}
+
+    def save_draft(self, markdown: str, note_type: str, *, overwrite: bool = False) -> dict:
+        """Sanitize an interview draft, save it inside the vault (never over a note unless `overwrite`),
+        import it at once so it is searchable; raises DraftError when it cannot be saved."""
+        from mindnet.chat.drafts import save_draft
+        draft, folder = self._draft_target(markdown, note_type)
+        path = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite)
+        return self._draft_saved(draft, path, self.ingest())
+
+    async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False) -> dict:
+        from mindnet.chat.drafts import save_draft
+        draft, folder = self._draft_target(markdown, note_type)
+        path = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite)
+        return self._draft_saved(draft, path, await self.aingest())
+
     def close(self) -> None:
         if "client" in self.__dict__:
             self.client.close()
+        if "embedder" in self.__dict__:
+            self.embedder.cache.close()

@@ -1,69 +1,86 @@
 """The chat engine: route a message, run its strategy, stream the steps and tokens, log the search.
 
-`ChatEngine.astream` yields `ChatEvent`s (intent, retrieval, graph, scoring, generation, token ..., done);
-`achat` consumes it and returns the final `ChatResponse`. The HTTP API and the Chainlit UI use only these.
+The router is a LlamaIndex `RouterQueryEngine` over one `QueryEngineTool` per strategy, choosing with the
+`IntentSelector`. `ChatEngine.astream` runs the same selector and tools step by step and yields
+`ChatEvent`s (intent, retrieval, graph, scoring, generation, token ..., exactly one done);
+`achat` consumes it. The HTTP API and the Chainlit UI use only these two.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RouterQueryEngine
+from llama_index.core.tools import QueryEngineTool, ToolMetadata
+
+from mindnet.chat.context import ChatServices, Turn
+from mindnet.chat.interview import InterviewEngine
+from mindnet.chat.llm import LLMGate
+from mindnet.chat.models import ChatEvent, ChatRequest, ChatResponse, ChatTurn, EventKind, format_history
+from mindnet.chat.selector import IntentSelector, Selection
+from mindnet.chat.strategies import RagStrategyEngine, StrategyEngine
+from mindnet.errors import QueryError
+from mindnet.settings import Strategy
 
 logger = logging.getLogger(__name__)
 
-EventKind = Literal["intent", "retrieval", "graph", "scoring", "generation", "token", "done", "error"]
+__all__ = ["ChatEngine", "ChatEvent", "ChatRequest", "ChatResponse", "ChatTurn", "EventKind", "format_history"]
 
 
-class ChatTurn(BaseModel):
-    role: Literal["user", "assistant"]
-    content: str
-
-
-class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    message: str = Field(description="the user's message (not blank)")
-    history: list[ChatTurn] = Field(default_factory=list, description="earlier turns, oldest first")
-    strategy: str | None = Field(None, description="override the router with a configured strategy")
-    mode: Literal["semantic", "hybrid"] | None = None
-    top_k: int | None = Field(None, ge=1, le=50)
-    expand_depth: int | None = Field(None, ge=0, le=3)
-    edge_types: list[str] | None = None
-
-    @field_validator("message")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("message is blank; write a question or a request")
-        return value
-
-
-class ChatEvent(BaseModel):
-    kind: EventKind
-    data: dict[str, Any] = Field(default_factory=dict)
-
-
-class ChatResponse(BaseModel):
-    query_id: str
-    answer: str
-    intent: str
-    reason: str
-    sources: list[dict[str, Any]] = Field(default_factory=list)
-    draft: dict[str, Any] | None = None
-    generation_available: bool = True
-    notice: str | None = None
-    trace: dict[str, Any] = Field(default_factory=dict)
+def engine_for(name: str, strategy: Strategy, services: ChatServices) -> StrategyEngine:
+    """A strategy with retrieval settings is RAG; one without is the interview."""
+    kind = RagStrategyEngine if strategy.retrieval is not None else InterviewEngine
+    return kind(name=name, strategy=strategy, services=services)
 
 
 class ChatEngine:
-    """Placeholder until the implementation lands (see below)."""
+    """Routes each message to one strategy engine and streams its work."""
 
-    async def astream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:  # pragma: no cover
-        raise NotImplementedError
-        yield  # noqa
+    def __init__(self, *, services: ChatServices, selector: IntentSelector,
+                 engines: Mapping[str, StrategyEngine]) -> None:
+        self.services = services
+        self.selector = selector
+        self.engines = dict(engines)
+        self.tools = [QueryEngineTool(query_engine=e, metadata=ToolMetadata(
+            name=name, description=" ".join(e.strategy.description.split()))) for name, e in self.engines.items()]
+        # the selector always picks one tool, so the router's summarizer (and its LLM) never runs; a MockLLM
+        # keeps building the router from asking Ollama for the model's context window
+        self.router = RouterQueryEngine(selector=selector, query_engine_tools=self.tools, llm=MockLLM())
 
-    async def achat(self, request: ChatRequest) -> ChatResponse:  # pragma: no cover
-        raise NotImplementedError
+    @classmethod
+    def from_services(cls, services: ChatServices) -> ChatEngine:
+        config = services.settings.decision_engine
+        engines = {name: engine_for(name, s, services) for name, s in config.strategies.items()}
+        return cls(services=services, selector=IntentSelector.from_settings(services.settings, gate=services.gate),
+                   engines=engines)
+
+    @property
+    def gate(self) -> LLMGate:
+        return self.services.gate
+
+    async def aroute(self, request: ChatRequest) -> Selection:
+        """The strategy for a request: the override when given, else the selector's choice."""
+        if request.strategy is not None:
+            if request.strategy not in self.engines:
+                raise QueryError(f"unknown strategy {request.strategy!r}; configured: {sorted(self.engines)}",
+                                 field="strategy")
+            return Selection(request.strategy, f"strategy '{request.strategy}' requested")
+        names = [t.metadata.name or "" for t in self.tools]
+        result = await self.selector.aselect([t.metadata for t in self.tools], request.message)
+        return Selection(names[result.ind], result.reason)
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
+        selection = await self.aroute(request)
+        logger.info("chat routed to %s (%s)", selection.strategy, selection.reason)
+        yield ChatEvent(kind="intent", data={"strategy": selection.strategy, "reason": selection.reason})
+        turn = Turn(request=request, strategy=selection.strategy, reason=selection.reason)
+        async for event in self.engines[selection.strategy].astream(turn):
+            yield event
+
+    async def achat(self, request: ChatRequest) -> ChatResponse:
+        async for event in self.astream(request):
+            if event.kind == "done":
+                return ChatResponse.model_validate(event.data)
+        raise RuntimeError("the chat stream ended without a done event")

@@ -1,0 +1,58 @@
+"""The chat's data: request, history turn, streamed event and final response (the HTTP and UI contract)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+EventKind = Literal["intent", "retrieval", "graph", "scoring", "generation", "token", "done", "error"]
+
+
+class ChatTurn(BaseModel):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(description="the user's message (not blank)")
+    history: list[ChatTurn] = Field(default_factory=list, description="earlier turns, oldest first")
+    strategy: str | None = Field(None, description="override the router with a configured strategy")
+    mode: Literal["semantic", "hybrid"] | None = None
+    top_k: int | None = Field(None, ge=1, le=50)
+    expand_depth: int | None = Field(None, ge=0, le=3)
+    edge_types: list[str] | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("message is blank; write a question or a request")
+        return value
+
+
+class ChatEvent(BaseModel):
+    kind: EventKind
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChatResponse(BaseModel):
+    query_id: str
+    answer: str
+    intent: str
+    reason: str
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    draft: dict[str, Any] | None = None
+    generation_available: bool = True
+    notice: str | None = None
+    trace: dict[str, Any] = Field(default_factory=dict)
+
+
+def format_history(turns: Sequence[ChatTurn], *, limit: int = 10) -> str:
+    """The last `limit` turns as "Nutzer: ..." / "Assistent: ..." lines for a prompt."""
+    names = {"user": "Nutzer", "assistant": "Assistent"}
+    return "\n".join(f"{names[t.role]}: {t.content.strip()}" for t in list(turns)[-limit:]) or "(noch nichts)"
+

@@ -1,0 +1,143 @@
+"""RAG strategies through the chat engine: typed injection, sources, query_id, streaming, condensing, no LLM."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers_chat import chat_mindnet
+
+from mindnet.chat.engine import ChatRequest, ChatTurn
+from mindnet.errors import QueryError
+
+HISTORY = [ChatTurn(role="user", content="Was ist Qdrant?"),
+           ChatTurn(role="assistant", content="Qdrant ist eine Vektordatenbank.")]
+
+
+@pytest.fixture
+def mindnet(tmp_path, fake_ollama):
+    m = chat_mindnet(tmp_path, fake_ollama.url)
+    yield m
+    m.close()
+
+
+def spy_searches(monkeypatch, mindnet) -> list:
+    requests = []
+    original = mindnet.retriever.asearch
+
+    async def spy(request):
+        requests.append(request)
+        return await original(request)
+
+    monkeypatch.setattr(mindnet.retriever, "asearch", spy)
+    return requests
+
+
+async def test_inject_types_runs_second_retrieval_filtered_to_types(mindnet, monkeypatch, fake_ollama):
+    requests = spy_searches(monkeypatch, mindnet)
+    fake_ollama.script(["Nimm Qdrant."])
+    await mindnet.chat.achat(ChatRequest(message="Soll ich Qdrant nehmen?"))
+    assert [r.filters.types for r in requests] == [[], ["value", "decision"]]
+
+
+async def test_injected_hits_are_merged_without_duplicates(mindnet, fake_ollama):
+    fake_ollama.script(["Nimm Qdrant."])
+    response = await mindnet.chat.achat(ChatRequest(message="Soll ich Qdrant nehmen?"))
+    ids = [s["node_id"] for s in response.sources]
+    assert len(ids) == len(set(ids))
+    assert {s["type"] for s in response.sources} >= {"value", "decision"}
+    merged = response.trace["merged"]
+    assert merged["primary"] + merged["injected"] == len(ids)
+
+
+async def test_strategy_without_inject_types_searches_once(mindnet, monkeypatch, fake_ollama):
+    requests = spy_searches(monkeypatch, mindnet)
+    fake_ollama.script(["Eine Vektordatenbank."])
+    await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
+    assert len(requests) == 1
+
+
+async def test_response_carries_sources_with_breakdown_and_logged_query_id(mindnet, fake_ollama):
+    fake_ollama.script(["Qdrant ist eine Vektordatenbank [Qdrant]."])
+    response = await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
+    assert (response.intent, response.reason) == ("FACT", "keyword 'was ist' matched")
+    assert response.answer == "Qdrant ist eine Vektordatenbank [Qdrant]."
+    assert response.sources[0]["title"] == "Qdrant"
+    assert set(response.sources[0]) >= {"score_breakdown", "explanation", "node_id", "path"}
+    logged = [json.loads(line) for line in
+              (mindnet.settings.log_dir / "search_history.jsonl").read_text().splitlines()]
+    assert [(r["query_id"], r["source"], r["strategy"]) for r in logged] == [(response.query_id, "chat", "FACT")]
+
+
+async def test_context_of_the_prompt_contains_retrieved_notes(mindnet, fake_ollama):
+    fake_ollama.script(["ok"])
+    await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
+    prompt = fake_ollama.bodies("/api/chat")[-1]["messages"][-1]["content"]
+    assert "[Qdrant] (concept, concepts/qdrant.md)" in prompt
+
+
+async def test_stream_yields_steps_then_tokens_then_one_done(mindnet, fake_ollama):
+    fake_ollama.script(["Qdrant ist eine lokale Vektordatenbank."])
+    events = [e async for e in mindnet.chat.astream(ChatRequest(message="Was ist Qdrant?"))]
+    kinds = [e.kind for e in events]
+    tokens = [e.data["text"] for e in events if e.kind == "token"]
+    assert kinds[:5] == ["intent", "retrieval", "graph", "scoring", "generation"]
+    assert kinds[5:] == ["token"] * len(tokens) + ["done"]
+    assert len(tokens) == 5
+    assert "".join(tokens) == events[-1].data["answer"] == "Qdrant ist eine lokale Vektordatenbank."
+
+
+async def test_follow_up_is_condensed_by_llm_with_history(mindnet, fake_ollama):
+    fake_ollama.script(["Was hängt von Qdrant ab?", "Die hybride Suche."])
+    response = await mindnet.chat.achat(ChatRequest(message="und was hängt davon ab?", history=HISTORY,
+                                                     strategy="FACT"))
+    condense_prompt = fake_ollama.bodies("/api/chat")[0]["messages"][-1]["content"]
+    assert "Nutzer: Was ist Qdrant?" in condense_prompt
+    assert response.trace["search_text"] == "Was hängt von Qdrant ab?"
+    assert response.trace["primary"]["queries"]["dense"] == ["Was hängt von Qdrant ab?"]
+
+
+async def test_follow_up_without_llm_uses_last_user_turn(mindnet, fake_ollama):
+    fake_ollama.models = {"nomic-embed-text"}
+    response = await mindnet.chat.achat(ChatRequest(message="und was hängt davon ab?", history=HISTORY,
+                                                    strategy="FACT"))
+    assert response.trace["search_text"] == "Was ist Qdrant? und was hängt davon ab?"
+    assert response.sources[0]["title"] in {"Qdrant", "Hybride Suche"}
+
+
+async def test_without_llm_rag_returns_passages_and_notice(mindnet, fake_ollama):
+    fake_ollama.models = {"nomic-embed-text"}
+    response = await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
+    assert response.generation_available is False
+    assert response.notice == (
+        f"Answer generation is unavailable (model 'phi3:mini' is not available in Ollama at {fake_ollama.url}). "
+        "To enable it: start Ollama (`ollama serve`), pull the model (`ollama pull phi3:mini`) and point "
+        f"MINDNET_OLLAMA_URL at it (now {fake_ollama.url}).")
+    assert response.answer.startswith(response.notice + "\n\nThe most relevant passages from your notes:\n1. [Qdrant]")
+    assert response.sources and fake_ollama.count("/api/chat") == 0
+
+
+async def test_without_llm_the_stream_has_no_generation_step(mindnet, fake_ollama):
+    fake_ollama.models = {"nomic-embed-text"}
+    events = [e async for e in mindnet.chat.astream(ChatRequest(message="Was ist Qdrant?"))]
+    assert [e.kind for e in events] == ["intent", "retrieval", "graph", "scoring", "done"]
+
+
+async def test_generation_failing_midway_reports_error_then_done(mindnet, fake_ollama):
+    fake_ollama.chat_mode = "stream_error"
+    events = [e async for e in mindnet.chat.astream(ChatRequest(message="Was ist Qdrant?"))]
+    assert [e.kind for e in events][-2:] == ["error", "done"]
+    assert events[-1].data["generation_available"] is False
+
+
+async def test_unknown_strategy_override_is_a_query_error(mindnet):
+    with pytest.raises(QueryError) as info:
+        await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?", strategy="POETRY"))
+    assert info.value.field == "strategy"
+
+
+def test_router_query_engine_routes_through_the_tools(mindnet, fake_ollama):
+    fake_ollama.script(["Eine Vektordatenbank."])
+    response = mindnet.chat.router.query("Was ist Qdrant?")
+    assert str(response) == "Eine Vektordatenbank."
+    assert response.metadata["selector_result"].reason == "keyword 'was ist' matched"
