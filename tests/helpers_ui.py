@@ -1,0 +1,121 @@
+"""A real `mindnet serve` (HTTP API + Chainlit chat at /ui) on a copy of the sample vault, with a fake Ollama.
+
+Shared by the socket and the browser tests of the chat UI: one server per test module.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fake_ollama import FakeOllama
+
+from mindnet.settings import SAMPLE_VAULT
+
+ANSWER = "Du hast Qdrant gewählt, weil es lokal läuft, hybride Suche kann und den Graphen trägt."
+DRAFT_REPLY = """Hier ist der Entwurf deiner Notiz:
+```markdown
+---
+type: project
+title: Kräutergarten
+status: aktiv
+goal: Frische Kräuter vom Balkon ernten
+tags: [garten]
+---
+# Kräutergarten
+
+## Ziel
+Frische Kräuter vom Balkon ernten.
+
+## Hintergrund
+Basilikum und Minze in Kästen.
+```"""
+
+
+def scripted_chat(messages: list[dict[str, Any]]) -> str:
+    """The router LLM says DECISION, interview prompts get a finished project note, anything else ANSWER."""
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    if "Du bist der Router" in text:
+        return "DECISION"
+    return DRAFT_REPLY if "Interview" in text else ANSWER
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ChatServer:
+    """`mindnet ingest` then `mindnet serve` in a subprocess; `stop()` sends SIGTERM."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.vault = self.root / "vault"
+        self.log_dir = self.root / "logs"
+        self.ollama = FakeOllama().start()
+        self.ollama.chat_fn = scripted_chat
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({
+            "MINDNET_EMBEDDING": "ollama", "MINDNET_OLLAMA_URL": self.ollama.url,
+            "MINDNET_QDRANT_PATH": str(self.root / "qdrant"), "MINDNET_CACHE_DIR": str(self.root / "cache"),
+            "MINDNET_LOG_DIR": str(self.log_dir), "MINDNET_VAULT_ROOT": str(self.vault),
+            "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+        })
+        env.pop("CHAINLIT_APP_ROOT", None)
+        return env
+
+    def start(self, timeout: float = 60.0) -> ChatServer:
+        shutil.copytree(SAMPLE_VAULT, self.vault)
+        cli = [sys.executable, "-m", "mindnet.cli"]
+        subprocess.run([*cli, "ingest", "--json"], env=self.env, cwd=self.root, check=True,
+                       capture_output=True, timeout=timeout)
+        self.stderr = open(self.root / "serve.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([*cli, "serve", "--port", str(self.port)], env=self.env, cwd=self.root,
+                                     stdout=self.stderr, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"mindnet serve exited: {self.log()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"mindnet serve did not answer /health within {timeout} s: {self.log()}")
+
+    def log(self) -> str:
+        path = self.root / "serve.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.stderr.close()
+        self.ollama.stop()
+
+    def records(self, name: str) -> list[dict[str, Any]]:
+        import json
+        path = self.log_dir / name
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
