@@ -141,3 +141,21 @@ def test_router_query_engine_routes_through_the_tools(mindnet, fake_ollama):
     response = mindnet.chat.router.query("Was ist Qdrant?")
     assert str(response) == "Eine Vektordatenbank."
     assert response.metadata["selector_result"].reason == "keyword 'was ist' matched"
+
+
+
+def test_sources_show_each_note_once_with_its_hit_chunks_joined_in_reading_order():
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from mindnet.chat.strategies import group_by_note
+
+    def hit(note: str, ord_: int, score: float) -> NodeWithScore:
+        meta = {"note_id": note, "chunk_id": f"{note}#c{ord_:02d}", "ord": ord_, "text": f"{note} part {ord_}"}
+        return NodeWithScore(node=TextNode(text=meta["text"], metadata=meta), score=score)
+
+    grouped = group_by_note([hit("a", 2, 0.9), hit("b", 1, 0.8), hit("a", 1, 0.7)])
+    assert [g.node.metadata["note_id"] for g in grouped] == ["a", "b"]
+    assert grouped[0].score == 0.9
+    assert grouped[0].node.metadata["text"] == "a part 1\n\n[…]\n\na part 2"
+    assert grouped[0].node.metadata["chunk_ids"] == ["a#c01", "a#c02"]
+    assert grouped[1].node.metadata["text"] == "b part 1"

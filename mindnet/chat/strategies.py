@@ -59,6 +59,27 @@ def merge_nodes(primary: Sequence[NodeWithScore], injected: Sequence[NodeWithSco
     return [*primary, *extra]
 
 
+def group_by_note(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
+    """One source per note, in the order of its best chunk: the note's hit chunks are joined (in reading
+    order) into that source's text, so the LLM keeps all the context and the user sees each note once."""
+    groups: dict[str, list[NodeWithScore]] = {}
+    for n in nodes:
+        groups.setdefault(str(n.node.metadata.get("note_id", node_key(n))), []).append(n)
+    out = []
+    for chunks in groups.values():
+        best = chunks[0]
+        if len(chunks) > 1:
+            ordered = sorted(chunks, key=lambda c: c.node.metadata.get("ord", 0))
+            node = best.node.model_copy()
+            node.metadata = {**best.node.metadata,
+                             "text": "\n\n[…]\n\n".join(str(c.node.metadata.get("text") or c.node.get_content())
+                                                         for c in ordered),
+                             "chunk_ids": [node_key(c) for c in ordered]}
+            best = NodeWithScore(node=node, score=best.score)
+        out.append(best)
+    return out
+
+
 def context_block(sources: Sequence[dict[str, Any]]) -> str:
     """The `{context_str}` of a strategy prompt: each source with its title, type and path."""
     parts = [f"[{s.get('title') or s.get('note_id')}] ({s.get('type')}, {s.get('path')})\n"
@@ -194,7 +215,7 @@ class RagStrategyEngine(StrategyEngine):
             yield event
         merged = RetrievalResult(nodes=nodes, query=primary.query, trace=primary.trace)
         query_id = s.record(primary_req, merged, source="chat", strategy=self.name)
-        sources = [hit_dict(n, explain=True) for n in nodes]
+        sources = [hit_dict(n, explain=True) for n in group_by_note(nodes)]
         trace = {"search_text": search_text, "condensed_by": condensed_by, "primary": primary.trace,
                  "inject": None if injected is None else {"types": list(self.strategy.inject_types),
                                                           "hits": len(injected.nodes), "trace": injected.trace},
