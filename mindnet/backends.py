@@ -134,6 +134,7 @@ class EmbeddingCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")   # no fsync per commit; a lost vector is re-embedded
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, digest TEXT, vec BLOB, "
                          "PRIMARY KEY (model, digest))")
 
@@ -170,7 +171,12 @@ class EmbeddingCache:
 
 
 class Embedder:
-    """Passage embedding for the import: cache first, the backend for the rest, every vector checked."""
+    """Passage embedding for the import: cache first, the backend for the rest, every vector checked.
+
+    The backend's sync API runs in worker threads. Its async API is not used on purpose: an async HTTP client
+    (OllamaEmbedding's) binds to the event loop of its first call, and `Importer.run` starts a new loop per
+    import, so a second import in the same process failed with "Event loop is closed".
+    """
 
     def __init__(self, model: BaseEmbedding, key: str, cache: EmbeddingCache | None = None) -> None:
         self.model = model
@@ -209,7 +215,7 @@ class Embedder:
         if missing:
             start = time.perf_counter()
             try:
-                vectors = await self.model.aget_text_embedding_batch(missing)
+                vectors = await asyncio.to_thread(self.model.get_text_embedding_batch, missing)
             except EmbeddingError:
                 raise
             except Exception as exc:  # the backend's own errors (connection refused, HTTP 500 ...)
@@ -232,7 +238,7 @@ class Embedder:
         backend knows. The probe's size becomes the size every later vector must have."""
         what = "dimension probe"
         try:
-            vectors = await self.model.aget_text_embedding_batch([what])
+            vectors = await asyncio.to_thread(self.model.get_text_embedding_batch, [what])
         except Exception as exc:  # the backend's own errors (connection refused, HTTP 500 ...)
             raise EmbeddingError(f"{what}: embedding backend {self.key} failed: {exc}") from exc
         self.calls += 1

@@ -51,8 +51,12 @@ def write_types(target: Path, **changes: object) -> Path:
 def fake_settings(tmp: Path, ollama_url: str, **overrides: object) -> Settings:
     """Settings importing with the fake Ollama's embeddings into a Qdrant folder and a cache under `tmp`."""
     values: dict[str, object] = {
-        "embedding": "ollama", "ollama_url": ollama_url, "qdrant_path": tmp / "qdrant",
-        "cache_dir": tmp / "cache", "collection_prefix": "t", "types_config": TYPES_YAML,
+        "embedding": "ollama",
+        "ollama_url": ollama_url,
+        "qdrant_path": tmp / "qdrant",
+        "cache_dir": tmp / "cache",
+        "collection_prefix": "t",
+        "types_config": TYPES_YAML,
         "vault_root": tmp / "vault",
     }
     values.update(overrides)

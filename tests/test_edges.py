@@ -20,24 +20,42 @@ def refs(text: str) -> list[tuple[str, str, str, str | None]]:
     return [(r.target, r.kind, r.rule_id, r.heading) for r in extract_links(text)]
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("see [[Note]]", [("Note", "references", "explicit:wikilink", None)]),
-    ("see [[Note|shown text]]", [("Note", "references", "explicit:wikilink", None)]),
-    ("see [[Note#Heading]]", [("Note", "references", "explicit:wikilink", "Heading")]),
-    ("see [[Note#Heading|shown]]", [("Note", "references", "explicit:wikilink", "Heading")]),
-    ("![[Note]]", [("Note", "references", "explicit:embed", None)]),
-    ("[[#Only a heading]]", []),
-    ("[[rel:depends_on A]] and [[rel:Blocks B|b]] then [[rel:part_of C#H]]",
-     [("A", "depends_on", "inline:rel", None), ("B", "blocks", "inline:rel", None),
-      ("C", "part_of", "inline:rel", "H")]),
-    ("> [!edge] depends_on: [[A]] [[B]] [[C]] [[D]]",
-     [(t, "depends_on", "callout:edge", None) for t in "ABCD"]),
-    ("> [!edge] depends_on: [[A]]\n> [[B]]\n> related_to: [[C]]\nafter [[D]]",
-     [("A", "depends_on", "callout:edge", None), ("B", "depends_on", "callout:edge", None),
-      ("C", "related_to", "callout:edge", None), ("D", "references", "explicit:wikilink", None)]),
-    ("`[[inline code]]`\n```\n[[fenced]]\n```\n~~~\n[[tilde]]\n~~~\n[[after]]",
-     [("after", "references", "explicit:wikilink", None)]),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("see [[Note]]", [("Note", "references", "explicit:wikilink", None)]),
+        ("see [[Note|shown text]]", [("Note", "references", "explicit:wikilink", None)]),
+        ("see [[Note#Heading]]", [("Note", "references", "explicit:wikilink", "Heading")]),
+        ("see [[Note#Heading|shown]]", [("Note", "references", "explicit:wikilink", "Heading")]),
+        ("![[Note]]", [("Note", "references", "explicit:embed", None)]),
+        ("[[#Only a heading]]", []),
+        (
+            "[[rel:depends_on A]] and [[rel:Blocks B|b]] then [[rel:part_of C#H]]",
+            [
+                ("A", "depends_on", "inline:rel", None),
+                ("B", "blocks", "inline:rel", None),
+                ("C", "part_of", "inline:rel", "H"),
+            ],
+        ),
+        (
+            "> [!edge] depends_on: [[A]] [[B]] [[C]] [[D]]",
+            [(t, "depends_on", "callout:edge", None) for t in "ABCD"],
+        ),
+        (
+            "> [!edge] depends_on: [[A]]\n> [[B]]\n> related_to: [[C]]\nafter [[D]]",
+            [
+                ("A", "depends_on", "callout:edge", None),
+                ("B", "depends_on", "callout:edge", None),
+                ("C", "related_to", "callout:edge", None),
+                ("D", "references", "explicit:wikilink", None),
+            ],
+        ),
+        (
+            "`[[inline code]]`\n```\n[[fenced]]\n```\n~~~\n[[tilde]]\n~~~\n[[after]]",
+            [("after", "references", "explicit:wikilink", None)],
+        ),
+    ],
+)
 def test_extract_links_reads_every_link_syntax(text: str, expected) -> None:
     assert refs(text) == expected
 
@@ -45,25 +63,31 @@ def test_extract_links_reads_every_link_syntax(text: str, expected) -> None:
 @pytest.fixture
 def vault_notes(types_config) -> list[Note]:
     return [
-        make_note("---\nid: pg\ntitle: PageRank\naliases: [PR Algorithmus]\n---\ntext", "concepts/pagerank.md",
-                  types_config),
+        make_note(
+            "---\nid: pg\ntitle: PageRank\naliases: [PR Algorithmus]\n---\ntext",
+            "concepts/pagerank.md",
+            types_config,
+        ),
         make_note("---\nid: ppr\ntitle: Personalized PageRank\n---\ntext", "concepts/ppr.md", types_config),
         make_note("---\nid: anna\n---\n# Anna Beispiel\n\ntext", "people/anna-b.md", types_config),
         make_note("---\nid: ai\ntitle: AI\n---\ntext", "concepts/ai.md", types_config),
     ]
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("PageRank", "pg"),                 # title
-    ("pagerank", "pg"),                 # any case
-    ("pr algorithmus", "pg"),           # alias
-    ("anna-b", "anna"),                 # file name
-    ("people/anna-b", "anna"),          # path without .md
-    ("People/Anna-B.md", "anna"),       # path with .md, any case
-    ("Anna Beispiel", "anna"),          # H1 title
-    ("anna", "anna"),                   # the id itself
-    ("Nobody", None),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("PageRank", "pg"),  # title
+        ("pagerank", "pg"),  # any case
+        ("pr algorithmus", "pg"),  # alias
+        ("anna-b", "anna"),  # file name
+        ("people/anna-b", "anna"),  # path without .md
+        ("People/Anna-B.md", "anna"),  # path with .md, any case
+        ("Anna Beispiel", "anna"),  # H1 title
+        ("anna", "anna"),  # the id itself
+        ("Nobody", None),
+    ],
+)
 def test_resolver_finds_notes_by_title_alias_file_name_or_path(vault_notes, text: str, expected) -> None:
     assert LinkResolver(vault_notes).resolve(text) == expected
 
@@ -78,7 +102,7 @@ def rows(edges) -> list[tuple]:
 
 
 def test_explicit_link_adds_type_default_edges_with_lower_confidence(vault_notes, types_config) -> None:
-    task = make_note("---\nid: t\n---\nneeds [[PageRank]]", "tasks/t.md", types_config)   # task: depends_on
+    task = make_note("---\nid: t\n---\nneeds [[PageRank]]", "tasks/t.md", types_config)  # task: depends_on
     assert rows(edges_of(task, vault_notes, types_config)) == [
         ("t#c01", "pg", "depends_on", "edge_defaults:task", 0.7, True),
         ("t#c01", "pg", "references", "explicit:wikilink", 1.0, True),
@@ -87,7 +111,9 @@ def test_explicit_link_adds_type_default_edges_with_lower_confidence(vault_notes
 
 
 def test_typed_links_get_rule_confidences_and_no_type_defaults(vault_notes, types_config) -> None:
-    note = make_note("---\nid: c\n---\n[[rel:blocks PageRank]]\n\n> [!edge] supports: [[AI]]", "c.md", types_config)
+    note = make_note(
+        "---\nid: c\n---\n[[rel:blocks PageRank]]\n\n> [!edge] supports: [[AI]]", "c.md", types_config
+    )
     assert rows(e for e in edges_of(note, vault_notes, types_config) if e.kind != "belongs_to") == [
         ("c#c01", "ai", "supports", "callout:edge", 0.9, True),
         ("c#c01", "pg", "blocks", "inline:rel", 0.95, True),
@@ -96,7 +122,7 @@ def test_typed_links_get_rule_confidences_and_no_type_defaults(vault_notes, type
 
 def test_structural_edges_chain_chunks_and_tie_them_to_their_note(vault_notes, types_config) -> None:
     body = "\n\n".join(f"## S{n}\n\n" + " ".join(f"w{n}x{i}" for i in range(100)) for n in range(3))
-    note = make_note(f"---\nid: s\n---\n{body}", "people/s.md", types_config)   # short profile: 3 chunks
+    note = make_note(f"---\nid: s\n---\n{body}", "people/s.md", types_config)  # short profile: 3 chunks
     assert rows(edges_of(note, vault_notes, types_config)) == [
         ("s#c01", "s", "belongs_to", "structure:belongs_to", 1.0, True),
         ("s#c01", "s#c02", "next", "structure:order", 1.0, True),
@@ -111,12 +137,17 @@ def test_structural_edges_chain_chunks_and_tie_them_to_their_note(vault_notes, t
 def test_unresolved_link_keeps_its_text_as_target_and_resolved_false(vault_notes, types_config) -> None:
     note = make_note("---\nid: u\n---\nsee [[Zettelkasten Methode]]", "sources/u.md", types_config)
     (edge,) = [e for e in edges_of(note, vault_notes, types_config) if e.kind == "references"]
-    assert (edge.target_id, edge.target_text, edge.resolved) == ("Zettelkasten Methode", "Zettelkasten Methode",
-                                                                 False)
+    assert (edge.target_id, edge.target_text, edge.resolved) == (
+        "Zettelkasten Methode",
+        "Zettelkasten Methode",
+        False,
+    )
 
 
 def test_link_to_itself_adds_no_edge(vault_notes, types_config) -> None:
-    note = make_note("---\nid: pg\ntitle: PageRank\n---\nsee [[PageRank]]", "concepts/pagerank.md", types_config)
+    note = make_note(
+        "---\nid: pg\ntitle: PageRank\n---\nsee [[PageRank]]", "concepts/pagerank.md", types_config
+    )
     assert [e.kind for e in edges_of(note, vault_notes, types_config)] == ["belongs_to"]
 
 
@@ -124,16 +155,22 @@ def mentions_in(text: str, notes: list[Note], **settings: object) -> list[tuple[
     return MentionIndex(notes, MentionSettings(**settings)).find(text)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("Wir nutzen pagerank hier.", [("pg", "pagerank")]),                          # whole word, any case
-    ("PageRanking ist kein Treffer", []),                                         # not inside a word
-    ("Personalized PageRank hilft", [("ppr", "personalized pagerank")]),         # longest match wins
-    ("Erst PageRank, dann Personalized PageRank.", [("ppr", "personalized pagerank"), ("pg", "pagerank")]),
-    ("[[PageRank]] ist verlinkt", []),                                            # not inside a link
-    ("`PageRank` im Code\n```\nPageRank\n```", []),                               # not inside code
-    ("Der PR Algorithmus", [("pg", "pr algorithmus")]),                          # alias
-    ("AI ist zu kurz", []),                                                       # below min_title_length
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Wir nutzen pagerank hier.", [("pg", "pagerank")]),  # whole word, any case
+        ("PageRanking ist kein Treffer", []),  # not inside a word
+        ("Personalized PageRank hilft", [("ppr", "personalized pagerank")]),  # longest match wins
+        (
+            "Erst PageRank, dann Personalized PageRank.",
+            [("ppr", "personalized pagerank"), ("pg", "pagerank")],
+        ),
+        ("[[PageRank]] ist verlinkt", []),  # not inside a link
+        ("`PageRank` im Code\n```\nPageRank\n```", []),  # not inside code
+        ("Der PR Algorithmus", [("pg", "pr algorithmus")]),  # alias
+        ("AI ist zu kurz", []),  # below min_title_length
+    ],
+)
 def test_unlinked_mentions(vault_notes, text: str, expected) -> None:
     assert mentions_in(text, vault_notes) == expected
 
@@ -143,20 +180,30 @@ def test_min_title_length_is_configurable(vault_notes) -> None:
 
 
 def test_mentions_are_capped_per_chunk(vault_notes) -> None:
-    assert mentions_in("PageRank und Anna Beispiel", vault_notes, max_per_chunk=1) == [("anna", "anna beispiel")]
+    assert mentions_in("PageRank und Anna Beispiel", vault_notes, max_per_chunk=1) == [
+        ("anna", "anna beispiel")
+    ]
 
 
 def test_mention_edges_skip_linked_targets_and_the_note_itself(vault_notes, types_config) -> None:
-    note = make_note("---\nid: x\ntitle: Anna Beispiel Zwei\n---\nAnna Beispiel nutzt PageRank, siehe [[PageRank]]. "
-                     "Anna Beispiel Zwei", "x.md", types_config)
+    note = make_note(
+        "---\nid: x\ntitle: Anna Beispiel Zwei\n---\nAnna Beispiel nutzt PageRank, siehe [[PageRank]]. "
+        "Anna Beispiel Zwei",
+        "x.md",
+        types_config,
+    )
     mentions = MentionIndex([*vault_notes, note], types_config.mentions)
-    found = [(e.target_id, e.rule_id, e.confidence) for e in edges_of(note, vault_notes, types_config, mentions)
-             if e.kind == "mentions"]
+    found = [
+        (e.target_id, e.rule_id, e.confidence)
+        for e in edges_of(note, vault_notes, types_config, mentions)
+        if e.kind == "mentions"
+    ]
     assert found == [("anna", "mention:title", 0.4)]
 
 
 def test_mentions_switched_off_in_config_give_no_mention_edges(tmp_path, fake_ollama, make_app) -> None:
     from helpers_vault import write_types, write_vault
+
     write_vault(tmp_path / "vault", {"a.md": "# PageRank\n\ntext", "b.md": "# Other\n\nuses PageRank a lot"})
     on = make_app().ingest()
     off = make_app(types_config=write_types(tmp_path / "types.yaml", **{"mentions.enabled": False})).ingest()

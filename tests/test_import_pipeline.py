@@ -8,12 +8,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers_vault import copy_sample_vault, write_types, write_vault
+from fake_ollama import FakeOllama
+from helpers_vault import copy_sample_vault, fake_settings, write_types, write_vault
 from llama_index.core import VectorStoreIndex
 from llama_index.embeddings.ollama import OllamaEmbedding
 from llama_index.vector_stores.qdrant import QdrantVectorStore
 
 from mindnet.errors import DimensionMismatchError, StoreLockedError
+from mindnet.service import Mindnet
 from mindnet.store.client import open_local
 from mindnet.store.integrity import check_index, scroll_payloads
 from mindnet.vault.note import path_note_id
@@ -32,8 +34,17 @@ def stored_chunk_texts(app) -> dict[str, str]:
 class WriteSpy:
     """Counts the write calls an app's Qdrant client receives."""
 
-    METHODS = ("upsert", "upload_points", "upload_collection", "delete", "batch_update_points", "set_payload",
-               "overwrite_payload", "delete_collection", "create_collection")
+    METHODS = (
+        "upsert",
+        "upload_points",
+        "upload_collection",
+        "delete",
+        "batch_update_points",
+        "set_payload",
+        "overwrite_payload",
+        "delete_collection",
+        "create_collection",
+    )
 
     def __init__(self, client, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[str] = []
@@ -45,6 +56,7 @@ class WriteSpy:
         def call(*args, **kwargs):
             self.calls.append(name)
             return original(*args, **kwargs)
+
         return call
 
 
@@ -53,62 +65,90 @@ def sample(tmp_path: Path) -> Path:
     return copy_sample_vault(tmp_path / "vault")
 
 
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """The sample vault (plus hidden and template files) imported once: (app, report, fake Ollama)."""
+    tmp = tmp_path_factory.mktemp("imported")
+    vault = copy_sample_vault(tmp / "vault")
+    write_vault(
+        vault, {".obsidian/x.md": "# Hidden", ".trash/y.md": "# Trash", "templates/z.md": "# Template"}
+    )
+    with pytest.MonkeyPatch.context() as mp, FakeOllama() as server:
+        mp.setenv("NO_PROXY", "127.0.0.1,localhost")
+        app = Mindnet(fake_settings(tmp, server.url))
+        report = app.ingest()
+        yield app, report, server
+        app.close()
+
+
 # ------------------------------------------------------------------ the sample vault
 
 
-def test_sample_vault_imports_29_notes_87_chunks_and_531_edges(sample, make_app) -> None:
-    app = make_app()
-    report = app.ingest()
+def test_sample_vault_imports_29_notes_87_chunks_and_531_edges(imported) -> None:
+    app, report, _ = imported
     assert (report.notes, report.new, report.chunks, report.edges) == (29, 29, 87, 531)
     assert [len(stored(app, k, "note_id")) for k in ("notes", "chunks", "edges")] == [29, 87, 531]
 
 
-def test_sample_vault_reports_the_broken_note_the_unknown_type_and_the_unresolved_link(sample, make_app) -> None:
-    report = make_app().ingest()
+def test_sample_vault_reports_the_broken_note_the_unknown_type_and_the_unresolved_link(imported) -> None:
+    _, report, _ = imported
     assert [str(i) for i in report.skipped] == [
         "error: broken-frontmatter.md:5: frontmatter is not valid YAML: found unexpected end of stream "
-        "(fix: check quotes and indentation of that line)"]
+        "(fix: check quotes and indentation of that line)"
+    ]
     assert [str(i) for i in report.warnings] == [
-        "warning: Linsensuppe.md: unknown type 'recipe' in frontmatter; using 'concept' (known: concept, decision, "
-        "experience, person, project, source, task, value; add it to types.yaml or fix the spelling)"]
+        "warning: Linsensuppe.md: unknown type 'recipe' in frontmatter; using 'concept' "
+        "(known: concept, decision, "
+        "experience, person, project, source, task, value; add it to types.yaml or fix the spelling)"
+    ]
     assert report.unresolved == [("sources/how-to-take-smart-notes.md", "Zettelkasten Methode")]
 
 
-def test_sample_vault_ignores_hidden_folders_and_templates(sample, make_app) -> None:
-    write_vault(sample, {".obsidian/x.md": "# Hidden", ".trash/y.md": "# Trash", "templates/z.md": "# Template"})
-    app = make_app()
-    app.ingest()
-    paths = stored(app, "notes", "path")
-    assert not [p for p in paths if p.startswith((".", "templates/"))]
-    assert len(paths) == 29
+def test_sample_vault_ignores_hidden_folders_and_templates(imported) -> None:
+    paths = stored(imported[0], "notes", "path")
+    assert (len(paths), [p for p in paths if p.startswith((".", "templates/"))]) == (29, [])
 
 
-def test_import_writes_three_collections_and_a_consistent_graph(sample, make_app) -> None:
-    app = make_app()
-    app.ingest()
-    assert sorted(c.name for c in app.client.get_collections().collections) == ["t_chunks", "t_edges", "t_notes"]
+def test_import_writes_three_collections_and_a_consistent_graph(imported) -> None:
+    app = imported[0]
+    assert sorted(c.name for c in app.client.get_collections().collections) == [
+        "t_chunks",
+        "t_edges",
+        "t_notes",
+    ]
     integrity = check_index(app.client, "t")
-    assert (integrity.broken, integrity.unresolved) == (False, [
-        {"note_id": "src-smart-notes", "target": "Zettelkasten Methode", "kind": "references"}])
+    assert (integrity.broken, integrity.unresolved) == (
+        False,
+        [{"note_id": "src-smart-notes", "target": "Zettelkasten Methode", "kind": "references"}],
+    )
 
 
-def test_plain_llamaindex_retriever_reads_the_imported_chunks(sample, make_app, fake_ollama) -> None:
-    app = make_app()
-    app.ingest()
+def test_local_qdrant_files_use_wal_so_points_are_not_fsynced_one_by_one(imported) -> None:
+    app = imported[0]
+    local = app.client._client.collections
+    modes = [local[f"t_{k}"].storage.storage.execute("PRAGMA journal_mode").fetchone()[0]
+             for k in ("notes", "chunks", "edges")]
+    assert modes == ["wal", "wal", "wal"]
+
+
+def test_plain_llamaindex_retriever_reads_the_imported_chunks(imported) -> None:
+    app, _, server = imported
     store = QdrantVectorStore(client=app.client, collection_name="t_chunks")
-    embed = OllamaEmbedding(model_name="nomic-embed-text", base_url=fake_ollama.url)
+    embed = OllamaEmbedding(model_name="nomic-embed-text", base_url=server.url)
     index = VectorStoreIndex.from_vector_store(store, embed_model=embed)
-    hits = index.as_retriever(similarity_top_k=3).retrieve("Qdrant Vektordatenbank Rust Payload")
+    query = stored_chunk_texts(app)["tool-qdrant#c02"]
+    hits = index.as_retriever(similarity_top_k=3).retrieve(query)
     assert len(hits) == 3
     assert all(h.node.metadata["chunk_id"].startswith(h.node.metadata["note_id"] + "#c") for h in hits)
-    assert hits[0].node.metadata["note_id"] == "tool-qdrant"
+    assert (hits[0].node.metadata["chunk_id"], hits[0].node.get_content()) == ("tool-qdrant#c02", query)
 
 
 # ------------------------------------------------------------------ incremental
 
 
-def test_unchanged_reimport_makes_no_embedding_call_and_no_write(sample, make_app, fake_ollama,
-                                                                 monkeypatch) -> None:
+def test_unchanged_reimport_makes_no_embedding_call_and_no_write(
+    sample, make_app, fake_ollama, monkeypatch
+) -> None:
     make_app().ingest()
     app = make_app()
     spy = WriteSpy(app.client, monkeypatch)
@@ -117,15 +157,17 @@ def test_unchanged_reimport_makes_no_embedding_call_and_no_write(sample, make_ap
     assert (fake_ollama.count(EMBED), spy.calls, report.unchanged, report.embedding_calls) == (0, [], 29, 0)
 
 
-def test_unchanged_reimport_works_with_ollama_down(sample, make_app, fake_ollama) -> None:
+def test_unchanged_reimport_works_with_ollama_down(tmp_path, make_app, fake_ollama) -> None:
+    write_vault(tmp_path / "vault", {"a.md": "# A\n\ntext", "b.md": "# B\n\ntext"})
     make_app().ingest()
     fake_ollama.stop()
     report = make_app().ingest()
-    assert (report.unchanged, report.skipped[0].path) == (29, "broken-frontmatter.md")
+    assert (report.unchanged, report.skipped) == (2, [])
 
 
-NOTE_V1 = "---\nid: n\n---\n# N\n\n" + "\n\n".join(f"## S{i}\n\n" + " ".join(f"old{i}w{j}" for j in range(60))
-                                                  for i in range(3))
+NOTE_V1 = "---\nid: n\n---\n# N\n\n" + "\n\n".join(
+    f"## S{i}\n\n" + " ".join(f"old{i}w{j}" for j in range(60)) for i in range(3)
+)
 NOTE_V2 = "---\nid: n\n---\n# N\n\nnow short, links [[Other]]"
 
 
@@ -140,12 +182,13 @@ def test_changed_note_replaces_its_chunks_and_edges(tmp_path, make_app, fake_oll
     app = make_app()
     assert (report.changed, report.unchanged) == (1, 1)
     assert {c: t for c, t in stored_chunk_texts(app).items() if c.startswith("n#")} == {
-        "n#c01": "# N\n\nnow short, links [[Other]]"}
-    n_edges = sorted((p["kind"], p["target_id"]) for p in scroll_payloads(app.client, "t_edges")
-                     if p["note_id"] == "n")
+        "n#c01": "# N\n\nnow short, links [[Other]]"
+    }
+    n_edges = sorted(
+        (p["kind"], p["target_id"]) for p in scroll_payloads(app.client, "t_edges") if p["note_id"] == "n"
+    )
     other = path_note_id("other.md")
-    assert n_edges == [("belongs_to", "n"), ("references", other), ("related_to", "n")][:1] + [
-        ("references", other), ("related_to", other)]
+    assert n_edges == [("belongs_to", "n"), ("references", other), ("related_to", other)]
     assert check_index(app.client, "t").broken is False
 
 
@@ -157,16 +200,23 @@ def test_deleted_file_loses_note_chunks_and_edges(tmp_path, make_app) -> None:
     app = make_app()
     b = path_note_id("b.md")
     assert report.deleted == 1
-    assert b not in stored(app, "notes", "note_id") + stored(app, "chunks", "note_id") + stored(app, "edges",
-                                                                                                  "note_id")
-    assert [(p["target_id"], p["resolved"]) for p in scroll_payloads(app.client, "t_edges")
-            if p["kind"] == "references"] == [("B", False)]
+    assert b not in stored(app, "notes", "note_id") + stored(app, "chunks", "note_id") + stored(
+        app, "edges", "note_id"
+    )
+    assert [
+        (p["target_id"], p["resolved"])
+        for p in scroll_payloads(app.client, "t_edges")
+        if p["kind"] == "references"
+    ] == [("B", False)]
 
 
-@pytest.mark.parametrize(("text", "old_id", "new_id"), [
-    ("---\nid: keep\n---\n# Title\n\nbody", "keep", "keep"),
-    ("# Title\n\nbody", path_note_id("old.md"), path_note_id("moved/new.md")),
-])
+@pytest.mark.parametrize(
+    ("text", "old_id", "new_id"),
+    [
+        ("---\nid: keep\n---\n# Title\n\nbody", "keep", "keep"),
+        ("# Title\n\nbody", path_note_id("old.md"), path_note_id("moved/new.md")),
+    ],
+)
 def test_renamed_note_is_stored_once_under_its_new_path(tmp_path, make_app, text, old_id, new_id) -> None:
     write_vault(tmp_path / "vault", {"old.md": text})
     make_app().ingest()
@@ -180,64 +230,86 @@ def test_renamed_note_is_stored_once_under_its_new_path(tmp_path, make_app, text
     assert check_index(app.client, "t").broken is False
 
 
-def test_full_rebuilds_every_note(sample, make_app, fake_ollama) -> None:
+def test_full_rebuilds_every_note(tmp_path, make_app) -> None:
+    write_vault(tmp_path / "vault", {"a.md": "# A\n\ntext", "b.md": "# B\n\ntext"})
     make_app().ingest()
     report = make_app().ingest(full=True)
-    assert (report.new, report.unchanged, report.chunks) == (29, 0, 87)
+    assert (report.new, report.unchanged, report.chunks) == (2, 0, 2)
 
 
-def test_unresolved_link_heals_when_a_matching_note_is_added(sample, make_app) -> None:
-    make_app().ingest()
-    write_vault(sample, {"concepts/zettelkasten.md": "---\nid: zk\naliases: [Zettelkasten Methode]\n---\n# ZK\n\nx"})
+def test_unresolved_link_heals_when_a_matching_note_is_added(tmp_path, make_app) -> None:
+    write_vault(tmp_path / "vault", {"sources/s.md": "---\nid: s\n---\n# S\n\nsee [[Zettelkasten Methode]]"})
+    first = make_app().ingest()
+    write_vault(
+        tmp_path / "vault", {"concepts/zk.md": "---\nid: zk\naliases: [Zettelkasten Methode]\n---\n# ZK\n\nx"}
+    )
     report = make_app().ingest()
     app = make_app()
-    healed = [(p["target_id"], p["resolved"]) for p in scroll_payloads(app.client, "t_edges")
-              if p["note_id"] == "src-smart-notes" and p.get("target_text") == "Zettelkasten Methode"]
+    healed = [
+        (p["target_id"], p["resolved"])
+        for p in scroll_payloads(app.client, "t_edges")
+        if p.get("target_text") == "Zettelkasten Methode"
+    ]
+    assert first.unresolved == [("sources/s.md", "Zettelkasten Methode")]
     assert (report.new, report.edges_rewritten, report.unresolved) == (1, 1, [])
-    assert healed == [("zk", True), ("zk", True)]    # references + the source type's default (references)[:1]
+    assert healed == [("zk", True)]  # the source type's default edge is `references` itself: no second edge
 
 
 # ------------------------------------------------------------------ bad embeddings, Ollama down
 
 
-@pytest.mark.parametrize(("mode", "message"), [
-    ("empty", "n.md: backend returned an empty vector (is the model an embedding model?)"),
-    ("wrong_dim", "n.md: backend returned a 65-d vector, expected 64-d"),
-])
-def test_bad_vector_aborts_the_note_and_keeps_its_previous_version(tmp_path, make_app, fake_ollama,
-                                                                   mode, message) -> None:
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("empty", "n.md: backend returned an empty vector (is the model an embedding model?)"),
+        ("wrong_dim", "n.md: backend returned a 65-d vector, expected 64-d"),
+    ],
+)
+def test_bad_vector_aborts_the_note_and_keeps_its_previous_version(
+    tmp_path, make_app, fake_ollama, mode, message
+) -> None:
     write_vault(tmp_path / "vault", {"n.md": "# N\n\nfirst version", "m.md": "# M\n\nstays"})
     app = make_app()
     app.ingest()
     write_vault(tmp_path / "vault", {"n.md": "# N\n\nsecond version"})
     original = fake_ollama.embed_fn
-    fake_ollama.embed_fn = lambda text: original(text) if text == "dimension probe" else \
-        ([] if mode == "empty" else [*original(text), 0.0])
+    fake_ollama.embed_fn = lambda text: (
+        original(text)
+        if text.endswith("dimension probe")
+        else ([] if mode == "empty" else [*original(text), 0.0])
+    )
     report = app.ingest()
-    assert [str(i) for i in report.skipped] == [f"error: n.md: {message}; the previous version stays in the index"]
+    assert [str(i) for i in report.skipped] == [
+        f"error: n.md: {message}; the previous version stays in the index"
+    ]
     assert sorted(stored_chunk_texts(app).values()) == ["# M\n\nstays", "# N\n\nfirst version"]
     fake_ollama.embed_fn = original
     assert app.ingest().changed == 1
     assert sorted(stored_chunk_texts(app).values()) == ["# M\n\nstays", "# N\n\nsecond version"]
 
 
-def test_dimension_differing_from_the_collection_stops_the_import_until_full(tmp_path, make_app,
-                                                                            fake_ollama) -> None:
+def test_dimension_differing_from_the_collection_stops_the_import_until_full(
+    tmp_path, make_app, fake_ollama
+) -> None:
     write_vault(tmp_path / "vault", {"n.md": "# N\n\nfirst", "m.md": "# M\n\nstays"})
     make_app().ingest()
     fake_ollama.dim = 32
     write_vault(tmp_path / "vault", {"n.md": "# N\n\nsecond"})
     with pytest.raises(DimensionMismatchError) as info:
         make_app().ingest()
-    assert str(info.value) == ("collection t_chunks holds 64-d vectors but the embedding model gives 32-d; the "
-                               "embedding model changed: run `mindnet ingest --full` to rebuild the index")
-    report = make_app().ingest(full=True)     # the cached 64-d vectors are not reused
+    assert str(info.value) == (
+        "collection t_chunks holds 64-d vectors but the embedding model gives 32-d; the "
+        "embedding model changed: run `mindnet ingest --full` to rebuild the index"
+    )
+    report = make_app().ingest(full=True)  # the cached 64-d vectors are not reused
     assert (report.new, report.skipped, report.embedded_texts) == (2, [], 2)
 
 
-def test_ollama_down_midway_names_failed_notes_and_the_next_run_finishes(sample, make_app, fake_ollama) -> None:
+def test_ollama_down_midway_names_failed_notes_and_the_next_run_finishes(
+    sample, make_app, fake_ollama
+) -> None:
     app = make_app()
-    report = app.ingest(progress=lambda done, total, path: fake_ollama.stop())   # dies after the first batch
+    report = app.ingest(progress=lambda done, total, path: fake_ollama.stop())  # dies after the first batch
     failed = sorted(i.path for i in report.skipped if "failed" in i.message)
     assert (report.new, len(failed)) == (16, 13)
     assert "embedding backend ollama:nomic-embed-text failed" in report.skipped[-1].message
@@ -249,13 +321,13 @@ def test_ollama_down_midway_names_failed_notes_and_the_next_run_finishes(sample,
 
 
 def test_profile_change_reembeds_only_windows_that_changed(tmp_path, make_app) -> None:
-    body = "\n\n".join(" ".join(f"p{p}w{i}" for i in range(60)) for p in range(4))
-    write_vault(tmp_path / "vault", {"people/a.md": f"# A\n\n{body}"})   # person: profile short
+    body = "\n\n".join(" ".join(f"p{p}w{i}" for i in range(100)) for p in range(4))
+    write_vault(tmp_path / "vault", {"people/a.md": f"# A\n\n{body}"})  # person: profile short
     first = make_app().ingest()
     types = write_types(tmp_path / "types.yaml", **{"chunk_profiles.short.overlap_words": 5})
     second = make_app(types_config=types).ingest()
     assert (first.chunks, second.changed, second.chunks) == (4, 1, 4)
-    assert (first.embedded_texts, second.embedded_texts) == (4, 3)   # the first window has no overlap
+    assert (first.embedded_texts, second.embedded_texts) == (4, 3)  # the first window has no overlap
 
 
 # ------------------------------------------------------------------ the local Qdrant lock
@@ -264,13 +336,21 @@ def test_profile_change_reembeds_only_windows_that_changed(tmp_path, make_app) -
 def test_second_process_on_the_same_qdrant_folder_is_told_who_holds_it(tmp_path) -> None:
     folder = tmp_path / "qdrant"
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys
             from mindnet.store.client import open_local
             client = open_local({str(folder)!r})
             print("ready", flush=True)
             sys.stdin.read()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline() == "ready\n"
         with pytest.raises(StoreLockedError) as info:

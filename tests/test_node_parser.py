@@ -10,9 +10,13 @@ from llama_index.embeddings.ollama import OllamaEmbedding
 
 from mindnet.indexing.node_parser import MarkdownNoteParser, chunk_id, embedding_input
 
-PERSON = ("---\nid: anna\ntitle: Anna Beispiel\naliases: [Anna B]\ntags: [team]\n---\n# Anna\n\n"
-          + " ".join(f"alpha{i}" for i in range(100)) + "\n\n## Kontakt\n\n" + " ".join(f"beta{i}" for i in range(100))
-          + " #berlin\n")
+PERSON = (
+    "---\nid: anna\ntitle: Anna Beispiel\naliases: [Anna B]\ntags: [team]\n---\n# Anna\n\n"
+    + " ".join(f"alpha{i}" for i in range(100))
+    + "\n\n## Kontakt\n\n"
+    + " ".join(f"beta{i}" for i in range(100))
+    + " #berlin\n"
+)
 
 
 @pytest.fixture
@@ -25,8 +29,9 @@ def nodes(parser):
     return parser.get_nodes_from_documents([Document(text=PERSON, metadata={"path": "people/anna.md"})])
 
 
-@pytest.mark.parametrize(("note_id", "index", "expected"), [("n", 1, "n#c01"), ("n", 12, "n#c12"),
-                                                            ("n", 123, "n#c123")])
+@pytest.mark.parametrize(
+    ("note_id", "index", "expected"), [("n", 1, "n#c01"), ("n", 12, "n#c12"), ("n", 123, "n#c123")]
+)
 def test_chunk_id_is_note_id_hash_c_and_two_digit_index(note_id: str, index: int, expected: str) -> None:
     assert chunk_id(note_id, index) == expected
 
@@ -37,19 +42,44 @@ def test_nodes_get_chunk_ids_and_ord_in_order(nodes) -> None:
 
 def test_node_payload_carries_note_and_type_settings(nodes) -> None:
     meta = nodes[1].metadata
-    assert {k: meta[k] for k in ("chunk_id", "note_id", "title", "path", "type", "retriever_weight",
-                                 "chunk_profile", "tags", "aliases", "heading_path", "neighbors_prev",
-                                 "neighbors_next", "line")} == {
-        "chunk_id": "anna#c02", "note_id": "anna", "title": "Anna Beispiel", "path": "people/anna.md",
-        "type": "person", "retriever_weight": 0.7, "chunk_profile": "short", "tags": ["team", "berlin"],
-        "aliases": ["Anna B"], "heading_path": ["Anna", "Kontakt"], "neighbors_prev": ["anna#c01"],
-        "neighbors_next": [], "line": 11}
+    assert {
+        k: meta[k]
+        for k in (
+            "chunk_id",
+            "note_id",
+            "title",
+            "path",
+            "type",
+            "retriever_weight",
+            "chunk_profile",
+            "tags",
+            "aliases",
+            "heading_path",
+            "neighbors_prev",
+            "neighbors_next",
+            "line",
+        )
+    } == {
+        "chunk_id": "anna#c02",
+        "note_id": "anna",
+        "title": "Anna Beispiel",
+        "path": "people/anna.md",
+        "type": "person",
+        "retriever_weight": 0.7,
+        "chunk_profile": "short",
+        "tags": ["team", "berlin"],
+        "aliases": ["Anna B"],
+        "heading_path": ["Anna", "Kontakt"],
+        "neighbors_prev": ["anna#c01"],
+        "neighbors_next": [],
+        "line": 11,
+    }
 
 
 def test_node_text_has_no_overlap_and_window_has_the_overlap(nodes) -> None:
     second = nodes[1]
     text = "## Kontakt\n\n" + " ".join(f"beta{i}" for i in range(100)) + " #berlin"
-    overlap = " ".join(f"alpha{i}" for i in range(85, 100))     # short profile: 15 words
+    overlap = " ".join(f"alpha{i}" for i in range(85, 100))  # short profile: 15 words
     assert (second.text, second.metadata["text"]) == (text, text)
     assert second.metadata["window"] == f"{overlap}\n\n{text}"
     assert embedding_input(second) == f"Anna Beispiel\n\n{overlap}\n\n{text}"
@@ -71,12 +101,18 @@ def test_embedding_text_shows_the_title_but_no_bookkeeping_metadata(nodes) -> No
 
 def test_document_without_path_is_named_after_its_id(parser) -> None:
     (node,) = parser.get_nodes_from_documents([Document(text="# Hi\n\nthere", id_="doc-1")])
-    assert (node.metadata["path"], node.metadata["title"], node.metadata["type"]) == ("doc-1.md", "Hi", "concept")
+    assert (node.metadata["path"], node.metadata["title"], node.metadata["type"]) == (
+        "doc-1.md",
+        "Hi",
+        "concept",
+    )
 
 
 def test_parser_runs_in_a_plain_llamaindex_pipeline_into_a_vector_index(parser, fake_ollama) -> None:
-    docs = [Document(text=PERSON, metadata={"path": "people/anna.md"}),
-            Document(text="# Qdrant\n\nVektordatenbank in Rust mit Payload-Filtern.", metadata={"path": "q.md"})]
+    docs = [
+        Document(text=PERSON, metadata={"path": "people/anna.md"}),
+        Document(text="# Qdrant\n\nVektordatenbank in Rust mit Payload-Filtern.", metadata={"path": "q.md"}),
+    ]
     embed = OllamaEmbedding(model_name="nomic-embed-text", base_url=fake_ollama.url)
     nodes = IngestionPipeline(transformations=[parser]).run(documents=docs)
     index = VectorStoreIndex(nodes, embed_model=embed, storage_context=StorageContext.from_defaults())

@@ -1,4 +1,4 @@
-"""Reading a vault: which files, note identity, title, type, aliases and tags, and bad input as report lines."""
+"""Reading a vault: which files, note identity, title, type, aliases, tags; bad input as report lines."""
 
 from __future__ import annotations
 
@@ -19,22 +19,36 @@ def note(text: str, types: TypesConfig, path: str = "a.md"):
 
 
 def test_scan_reads_markdown_below_root_and_skips_hidden_and_excluded(tmp_path: Path) -> None:
-    write_vault(tmp_path, {
-        "top.md": "x", "sub/deep/inner.md": "x", "UPPER.MD": "x", "notes.txt": "x",
-        ".obsidian/workspace.md": "x", ".trash/old.md": "x", "sub/.hidden.md": "x",
-        "templates/daily.md": "x", "_attachments/a.md": "x",
-    })
-    found = [p.relative_to(tmp_path).as_posix()
-             for p in iter_markdown_files(tmp_path, ["templates/**", "_attachments/**"])]
+    write_vault(
+        tmp_path,
+        {
+            "top.md": "x",
+            "sub/deep/inner.md": "x",
+            "UPPER.MD": "x",
+            "notes.txt": "x",
+            ".obsidian/workspace.md": "x",
+            ".trash/old.md": "x",
+            "sub/.hidden.md": "x",
+            "templates/daily.md": "x",
+            "_attachments/a.md": "x",
+        },
+    )
+    found = [
+        p.relative_to(tmp_path).as_posix()
+        for p in iter_markdown_files(tmp_path, ["templates/**", "_attachments/**"])
+    ]
     assert found == ["UPPER.MD", "top.md", "sub/deep/inner.md"]
 
 
-@pytest.mark.parametrize(("text", "path", "title"), [
-    ("---\ntitle: From Frontmatter\n---\n# From Heading\n", "file-name.md", "From Frontmatter"),
-    ("# From Heading\n\nbody", "file-name.md", "From Heading"),
-    ("intro\n\n## Second level only\n", "dir/file-name.md", "file-name"),
-    ("---\ntitle: ''\n---\n# From Heading ##\n", "file-name.md", "From Heading"),
-])
+@pytest.mark.parametrize(
+    ("text", "path", "title"),
+    [
+        ("---\ntitle: From Frontmatter\n---\n# From Heading\n", "file-name.md", "From Frontmatter"),
+        ("# From Heading\n\nbody", "file-name.md", "From Heading"),
+        ("intro\n\n## Second level only\n", "dir/file-name.md", "file-name"),
+        ("---\ntitle: ''\n---\n# From Heading ##\n", "file-name.md", "From Heading"),
+    ],
+)
 def test_title_prefers_frontmatter_then_first_h1_then_file_name(types_config, text, path, title) -> None:
     assert note(text, types_config, path).title == title
 
@@ -50,13 +64,16 @@ def test_note_id_without_frontmatter_id_is_uuid5_of_the_relative_path(types_conf
     assert note("body", types_config, "dir/y.md").note_id != first.note_id
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    (["a", "b"], ["a", "b"]),
-    ("a, b ,c", ["a", "b", "c"]),
-    ("single", ["single"]),
-    (["a", None, "", "a"], ["a"]),
-    (None, []),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (["a", "b"], ["a", "b"]),
+        ("a, b ,c", ["a", "b", "c"]),
+        ("single", ["single"]),
+        (["a", None, "", "a"], ["a"]),
+        (None, []),
+    ],
+)
 def test_frontmatter_lists_accept_list_and_comma_forms(value, expected) -> None:
     assert as_string_list(value) == expected
 
@@ -67,18 +84,23 @@ def test_aliases_come_from_frontmatter_list_or_comma_string(types_config) -> Non
 
 
 def test_tags_join_frontmatter_and_inline_tags_but_not_headings_code_or_numbers(types_config) -> None:
-    text = ("---\ntags: [alpha, '#beta']\n---\n# Heading\n\nText #gamma and #alpha, issue #123, "
-            "#2025plan.\n\n```\n#not-a-tag\n```\n`#inline-code` and ## not\n")
+    text = (
+        "---\ntags: [alpha, '#beta']\n---\n# Heading\n\nText #gamma and #alpha, issue #123, "
+        "#2025plan.\n\n```\n#not-a-tag\n```\n`#inline-code` and ## not\n"
+    )
     assert note(text, types_config).tags == ["alpha", "beta", "gamma", "2025plan"]
 
 
-@pytest.mark.parametrize(("text", "path", "expected_type"), [
-    ("---\ntype: project\n---\nx", "concepts/x.md", "project"),       # frontmatter beats the path rule
-    ("---\ntype: Projekt\n---\nx", "x.md", "project"),                # a type alias, any case
-    ("x", "people/anna.md", "person"),                                 # path rule
-    ("x", "People/Anna.md", "person"),                                 # path rule, case-insensitive
-    ("x", "misc/x.md", "concept"),                                     # default
-])
+@pytest.mark.parametrize(
+    ("text", "path", "expected_type"),
+    [
+        ("---\ntype: project\n---\nx", "concepts/x.md", "project"),  # frontmatter beats the path rule
+        ("---\ntype: Projekt\n---\nx", "x.md", "project"),  # a type alias, any case
+        ("x", "people/anna.md", "person"),  # path rule
+        ("x", "People/Anna.md", "person"),  # path rule, case-insensitive
+        ("x", "misc/x.md", "concept"),  # default
+    ],
+)
 def test_type_is_frontmatter_then_path_rule_then_default(types_config, text, path, expected_type) -> None:
     parsed = note(text, types_config, path)
     assert (parsed.type, parsed.warnings) == (expected_type, [])
@@ -88,18 +110,23 @@ def test_unknown_type_falls_back_to_default_with_a_warning(types_config) -> None
     parsed = note("---\ntype: recipe\n---\nx", types_config, "people/x.md")
     assert parsed.type == "concept"
     assert parsed.warnings == [
-        "unknown type 'recipe' in frontmatter; using 'concept' (known: concept, decision, experience, person, "
-        "project, source, task, value; add it to types.yaml or fix the spelling)"]
+        "unknown type 'recipe' in frontmatter; using 'concept' "
+        "(known: concept, decision, experience, person, "
+        "project, source, task, value; add it to types.yaml or fix the spelling)"
+    ]
 
 
-@pytest.mark.parametrize(("raw", "line", "what"), [
-    (b"---\ntitle: ok\nbad: [unclosed\n---\nbody", 3, "frontmatter is not valid YAML"),
-    (b"---\ntitle: x\nbody without a closing fence", 1, "frontmatter opened with '---' but never closed"),
-    (b"---\n- a\n- b\n---\nbody", 2, "frontmatter must be a mapping of keys, got list"),
-    (b"line one\nline two \xff\xfe broken", 2, "not valid UTF-8 (byte 0xff at offset 18)"),
-    (b"", 1, "file is empty"),
-    (b"  \n\n ", 1, "file is empty"),
-])
+@pytest.mark.parametrize(
+    ("raw", "line", "what"),
+    [
+        (b"---\ntitle: ok\nbad: [unclosed\n---\nbody", 3, "frontmatter is not valid YAML"),
+        (b"---\ntitle: x\nbody without a closing fence", 1, "frontmatter opened with '---' but never closed"),
+        (b"---\n- a\n- b\n---\nbody", 2, "frontmatter must be a mapping of keys, got list"),
+        (b"line one\nline two \xff\xfe broken", 2, "not valid UTF-8 (byte 0xff at offset 18)"),
+        (b"", 1, "file is empty"),
+        (b"  \n\n ", 1, "file is empty"),
+    ],
+)
 def test_unreadable_note_raises_error_with_file_line_and_fix(types_config, raw, line, what) -> None:
     with pytest.raises(VaultError) as info:
         parse_note(raw, "dir/bad.md", types_config)
@@ -113,7 +140,7 @@ BAD_FILES: dict[str, str | bytes] = {
     "yaml.md": "---\ntitle: [broken\n---\nbody",
     "latin1.md": "# Caf\xe9\n".encode("latin-1"),
     "empty.md": "",
-    "huge.md": "word " * 1_000_000,            # 5 MB, over max_file_bytes (2 MB)
+    "huge.md": "word " * 1_000_000,  # 5 MB, over max_file_bytes (2 MB)
     "first.md": "---\nid: same\n---\nfirst",
     "second.md": "---\nid: same\n---\nsecond",
 }

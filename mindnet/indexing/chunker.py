@@ -115,8 +115,8 @@ def _split_long(block: Block, max_words: int, target_words: int) -> list[Block]:
         joiner = "\n"
     else:
         # between sentences; a run-on sentence longer than max_words is cut between words
-        units = [piece for sentence in SENTENCE_END.split(block.text) for piece in _cut_words(sentence, max_words,
-                                                                                               target_words)]
+        sentences = SENTENCE_END.split(block.text)
+        units = [piece for sentence in sentences for piece in _cut_words(sentence, max_words, target_words)]
         header, joiner = [], " "
     pieces: list[list[str]] = [[]]
     for unit in units:
@@ -125,7 +125,7 @@ def _split_long(block: Block, max_words: int, target_words: int) -> list[Block]:
             pieces.append([])
         pieces[-1].append(unit)
     out = []
-    for n, piece in enumerate(pieces):
+    for piece in pieces:
         text = joiner.join(header + piece)
         if text.strip():
             out.append(Block(block.kind, text, block.heading_path, block.line))

@@ -245,6 +245,7 @@ class Importer:
             dim = await self.embedder.aprobe_dim()
             report.seconds_embedding += time.perf_counter() - start
             coll.ensure_collections(self.client, self.prefix, dim)
+        coll.tune_local_storage(self.client, self.prefix)
         current = {p.note.note_id for p in planned}
         # a note that fails to parse now keeps its previous version until it is fixed
         unreadable = {i.path for i in report.skipped}

@@ -1,0 +1,119 @@
+"""`mindnet ingest`, `mindnet dry-run` and `mindnet check` through the command line entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers_vault import TYPES_YAML, write_vault
+
+from mindnet.cli import main
+from mindnet.store.client import open_local
+from mindnet.store.collections import point_id
+
+VAULT = {
+    "a.md": "---\nid: a\n---\n# A\n\nsee [[B]] and [[Missing]]",
+    "b.md": "---\nid: b\n---\n# B\n\nback to [[A]]",
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path, fake_ollama, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for key, value in {
+        "EMBEDDING": "ollama",
+        "OLLAMA_URL": fake_ollama.url,
+        "QDRANT_PATH": tmp_path / "qdrant",
+        "CACHE_DIR": tmp_path / "cache",
+        "COLLECTION_PREFIX": "t",
+        "TYPES_CONFIG": TYPES_YAML,
+        "QDRANT_URL": "",
+    }.items():
+        monkeypatch.setenv(f"MINDNET_{key}", str(value))
+    return write_vault(tmp_path / "vault", VAULT)
+
+
+def test_ingest_json_prints_the_report(env, capsys) -> None:
+    assert main(["ingest", str(env), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["notes"], data["new"], data["chunks"], data["unresolved_links"]) == (
+        2,
+        2,
+        2,
+        [{"note": "a.md", "link": "Missing"}],
+    )
+
+
+@pytest.mark.parametrize(
+    ("files", "strict", "code"),
+    [
+        ({}, True, 0),  # clean vault
+        ({"bad.md": "---\nx: [\n---\n"}, False, 0),  # a skipped note without --strict
+        ({"bad.md": "---\nx: [\n---\n"}, True, 1),  # ... with --strict
+        ({"r.md": "---\ntype: recipe\n---\nx"}, True, 1),  # a warning with --strict
+    ],
+)
+def test_strict_turns_reported_problems_into_exit_code_1(env, files, strict: bool, code: int) -> None:
+    write_vault(env, files)
+    assert main(["ingest", str(env), *(["--strict"] if strict else [])]) == code
+
+
+def test_ingest_prints_each_problem_with_file_line_and_fix(env, capsys) -> None:
+    write_vault(env, {"bad.md": "---\nx: [\n---\n"})
+    main(["ingest", str(env)])
+    out = capsys.readouterr().out
+    assert "error: bad.md:2: frontmatter is not valid YAML: " in out
+    assert "(fix: check quotes and indentation of that line)" in out
+
+
+def test_dry_run_prints_payloads_without_qdrant_or_embeddings(env, tmp_path, fake_ollama, capsys) -> None:
+    assert main(["dry-run", str(env)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [n["note_id"] for n in data["notes"]] == ["a", "b"]
+    assert [c["chunk_id"] for c in data["chunks"]] == ["a#c01", "b#c01"]
+    assert sorted(
+        (e["source_id"], e["kind"], e["target_id"]) for e in data["edges"] if e["kind"] == "references"
+    ) == [("a#c01", "references", "Missing"), ("a#c01", "references", "b"), ("b#c01", "references", "a")]
+    assert (data["issues"], (tmp_path / "qdrant").exists(), fake_ollama.recorded()) == ([], False, [])
+
+
+def test_check_passes_on_a_fresh_import_and_lists_unresolved_links(env, capsys) -> None:
+    main(["ingest", str(env)])
+    capsys.readouterr()
+    assert main(["check", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["ok"], data["notes"], data["chunks"]) == (True, 2, 2)
+    assert sorted(data["unresolved"], key=lambda u: u["kind"]) == [
+        {"note_id": "a", "target": "Missing", "kind": "references"},
+        {"note_id": "a", "target": "Missing", "kind": "related_to"},
+    ]  # the concept type's default edge
+
+
+def test_check_fails_on_an_index_broken_on_purpose(env, tmp_path, capsys) -> None:
+    main(["ingest", str(env)])
+    client = open_local(tmp_path / "qdrant")
+    client.delete("t_notes", points_selector=[point_id("b")])  # b's chunk and edges lose their note
+    client.close()
+    capsys.readouterr()
+    assert main(["check", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["ok"], data["orphan_chunks"]) == (False, ["b#c01"])
+    assert sorted((d["source_id"], d["target_id"], d["kind"]) for d in data["dangling_edges"]) == [
+        ("a#c01", "b", "references"),
+        ("a#c01", "b", "related_to"),
+        ("b#c01", "b", "belongs_to"),
+    ]
+
+
+def test_check_without_an_index_reports_missing_collections(env, capsys) -> None:
+    assert main(["check"]) == 1
+    assert "missing_collections" in capsys.readouterr().out
+
+
+def test_dimension_change_exits_2_and_says_to_run_full(env, fake_ollama, capsys) -> None:
+    main(["ingest", str(env)])
+    fake_ollama.dim = 16
+    write_vault(env, {"a.md": "---\nid: a\n---\n# A\n\nchanged"})
+    assert main(["ingest", str(env)]) == 2
+    assert "run `mindnet ingest --full`" in capsys.readouterr().err
+    assert main(["ingest", str(env), "--full"]) == 0
