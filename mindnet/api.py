@@ -17,8 +17,15 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
 from mindnet.chat.engine import ChatEvent, ChatRequest, ChatResponse
-from mindnet.errors import (ConfigError, DimensionMismatchError, DraftError, LLMUnavailableError, MindnetError,
-                            QueryError, StoreLockedError)
+from mindnet.errors import (
+    ConfigError,
+    DimensionMismatchError,
+    DraftError,
+    LLMUnavailableError,
+    MindnetError,
+    QueryError,
+    StoreLockedError,
+)
 from mindnet.retrieval.query import QueryRequest
 from mindnet.service import Mindnet
 from mindnet.store.collections import names

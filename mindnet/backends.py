@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
-from pydantic import PrivateAttr
 
 from mindnet.errors import ConfigError, EmbeddingError
 from mindnet.settings import Settings

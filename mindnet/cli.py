@@ -114,7 +114,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {data[key][:3]}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
-        console.print("[green]index OK[/green]" if data["ok"] else "[red]index BROKEN[/red]: run `mindnet ingest --full`")
+        verdict = "[green]index OK[/green]" if data["ok"] else "[red]index BROKEN[/red]: run `mindnet ingest --full`"
+        console.print(verdict)
     return 1 if report.broken else 0
 
 

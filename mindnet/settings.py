@@ -7,7 +7,7 @@ Every YAML file is parsed once into a pydantic model that rejects unknown keys; 
 from __future__ import annotations
 
 import os
-from enum import Enum
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -29,7 +29,7 @@ class Strict(BaseModel):
 # --------------------------------------------------------------------------- types.yaml
 
 
-class ChunkStrategy(str, Enum):
+class ChunkStrategy(StrEnum):
     SLIDING = "sliding"        # pack paragraphs up to target size, heading changes preferred as cuts
     BY_HEADING = "by_heading"  # one chunk per heading section (split further only when too long)
 

@@ -467,7 +467,7 @@ class FakeOllama:
         handler._send_json(200, {
             "license": "MIT",
             "modelfile": f"FROM {normalize_model(model)}\n",
-            "parameters": "num_ctx                        {}".format(self.context_length),
+            "parameters": f"num_ctx                        {self.context_length}",
             "template": "{{ .Prompt }}",
             "details": self._model_details(model),
             "model_info": model_info,

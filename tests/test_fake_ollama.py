@@ -12,11 +12,10 @@ from typing import Any
 import httpx
 import ollama
 import pytest
+from fake_ollama import FakeOllama, hashed_embedding, normalize_model, split_chunks
 from llama_index.core.llms import ChatMessage
 from llama_index.embeddings.ollama import OllamaEmbedding
 from llama_index.llms.ollama import Ollama
-
-from fake_ollama import FakeOllama, hashed_embedding, normalize_model, split_chunks
 
 EMBED_MODEL = "nomic-embed-text"
 CHAT_MODEL = "phi3:mini"
@@ -56,8 +55,8 @@ def test_hashed_embedding_lowercases_tokens() -> None:
 
 def test_hashed_embedding_similarity_follows_shared_words() -> None:
     base = hashed_embedding("rote Katze")
-    shared = sum(a * b for a, b in zip(base, hashed_embedding("rote Hund")))
-    disjoint = sum(a * b for a, b in zip(base, hashed_embedding("blaues Auto")))
+    shared = sum(a * b for a, b in zip(base, hashed_embedding("rote Hund"), strict=True))
+    disjoint = sum(a * b for a, b in zip(base, hashed_embedding("blaues Auto"), strict=True))
     assert (round(shared, 12), disjoint) == (0.5, 0.0)
 
 

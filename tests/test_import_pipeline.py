@@ -306,8 +306,10 @@ def test_dimension_differing_from_the_collection_stops_the_import_until_full(
 
 
 def test_ollama_down_midway_names_failed_notes_and_the_next_run_finishes(
-    sample, make_app, fake_ollama
+    sample, make_app, fake_ollama, monkeypatch
 ) -> None:
+    from mindnet.indexing import pipeline
+    monkeypatch.setattr(pipeline, "BATCH_NOTES", 16)   # two batches: the server dies after the first
     app = make_app()
     report = app.ingest(progress=lambda done, total, path: fake_ollama.stop())  # dies after the first batch
     failed = sorted(i.path for i in report.skipped if "failed" in i.message)
@@ -360,3 +362,14 @@ def test_second_process_on_the_same_qdrant_folder_is_told_who_holds_it(tmp_path)
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
+
+
+def test_one_bad_vector_in_a_shared_embedding_call_fails_only_its_note(tmp_path, make_app, fake_ollama) -> None:
+    # make_app's concurrency puts several notes into one backend call; the bad one must fail alone
+    files = {f"n{i}.md": f"# N{i}\n\ntext {i}" for i in range(12)} | {"bad.md": "# Bad\n\npoison"}
+    write_vault(tmp_path / "vault", files)
+    original = fake_ollama.embed_fn
+    fake_ollama.embed_fn = lambda text: [] if "poison" in text else original(text)
+    report = make_app().ingest()
+    assert (report.new, [i.path for i in report.skipped]) == (12, ["bad.md"])
+    assert fake_ollama.count("/api/embed") < 12   # the good notes were embedded in shared calls

@@ -15,7 +15,6 @@ Chunk hits map to document ids by their note id (best chunk per note).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import shutil
 import time
@@ -33,8 +32,7 @@ from threadpoolctl import ThreadpoolController
 from mindnet.errors import ConfigError
 from mindnet.evaluation.beir import BeirDataset, load_beir, write_as_vault
 from mindnet.evaluation.metrics import aggregate, latency_summary
-from mindnet.indexing.node_parser import embedding_input
-from mindnet.indexing.pipeline import chunk_vector_store, plan_vault
+from mindnet.indexing.pipeline import chunk_vector_store
 from mindnet.indexing.report import ImportReport
 from mindnet.retrieval.query import ExpandRequest, QueryRequest
 from mindnet.retrieval.retriever import MindnetRetriever
@@ -172,7 +170,7 @@ def run_queries(dataset: BeirDataset, retriever: MindnetRetriever, plain: Vector
     total = len(dataset.queries)
     for i, (query_id, text) in enumerate(dataset.queries.items()):
         for name in names[i % len(names):] + names[: i % len(names)]:
-            ranking, took = _timed(lambda name=name: runners[name](text))
+            ranking, took = _timed(lambda name=name, text=text: runners[name](text))
             runs[name][query_id] = ranking
             seconds[name].append(took)
         if progress:
@@ -204,21 +202,6 @@ def limit_queries(dataset: BeirDataset, limit: int | None) -> BeirDataset:
                        qrels={q: dataset.qrels[q] for q in keep})
 
 
-def warm_cache(app: Mindnet, progress: Progress | None = None, batch: int = 256) -> int:
-    """Embed every chunk text missing from the cache in large batches before the import, which embeds note
-    by note (one text per call when every document is one chunk). Returns the number of texts embedded."""
-    report = ImportReport(vault=str(app.settings.vault_root))
-    texts = list(dict.fromkeys(embedding_input(n) for p in plan_vault(app.settings.vault_root, app.settings.types,
-                                                                        report) for n in p.nodes))
-    cached = app.embedder.cache.get_many(app.embedder.key, texts)
-    missing = [t for t in texts if app.embedder.cache.digest(t) not in cached]
-    for i in range(0, len(missing), batch):
-        asyncio.run(app.embedder.aembed(missing[i:i + batch], what="eval cache warm-up"))
-        if progress:
-            progress("embedding", min(i + batch, len(missing)), len(missing))
-    return len(missing)
-
-
 def run_eval(folder: str | Path, *, base: Settings, embedding: str | None = None,
              modes: Sequence[str] = tuple(MODES), limit: int | None = None, work_dir: Path | None = None,
              qdrant_path: Path | None = None, keep: bool = False, split: str = "test",
@@ -233,7 +216,6 @@ def run_eval(folder: str | Path, *, base: Settings, embedding: str | None = None
     write_as_vault(dataset, settings.vault_root)
     app = Mindnet(settings)
     try:
-        warm_cache(app, progress)
         report = app.ingest(settings.vault_root, progress=(lambda d, t, _p: progress("import", d, t))
                             if progress else None)
         if not keep:

@@ -42,7 +42,7 @@ from mindnet.vault.scan import Issue, scan_vault
 
 log = logging.getLogger(__name__)
 PIPELINE_VERSION = "1"      # bump when chunking or payloads change shape: every note is rebuilt
-BATCH_NOTES = 16            # notes embedded together, then written together
+BATCH_NOTES = 64            # notes embedded together (in `concurrency` calls), then written together
 Progress = Callable[[int, int, str], None]
 
 
@@ -189,10 +189,32 @@ class Importer:
         async with sem:
             return await self.embedder.aembed([embedding_input(n) for n in p.nodes], what=p.note.path)
 
+    async def _embed_group(self, group: list[PlannedNote], sem: asyncio.Semaphore
+                           ) -> list[list[list[float]] | BaseException]:
+        """One backend call for the texts of several notes (short notes are one text each, and a call per text
+        is slow); when that call fails, each note is embedded alone so one bad note fails alone."""
+        texts = [embedding_input(n) for p in group for n in p.nodes]
+        try:
+            async with sem:
+                vectors = await self.embedder.aembed(texts, what=f"{len(group)} notes from {group[0].note.path}")
+        except EmbeddingError:
+            return list(await asyncio.gather(*(self._embed(p, sem) for p in group), return_exceptions=True))
+        out: list[list[list[float]] | BaseException] = []
+        for p in group:
+            out.append(vectors[: len(p.nodes)])
+            vectors = vectors[len(p.nodes):]
+        return out
+
     async def _write_changed(self, batch: list[PlannedNote], stored: dict[str, dict], store: QdrantVectorStore,
                              report: ImportReport, sem: asyncio.Semaphore) -> None:
         start = time.perf_counter()
-        results = await asyncio.gather(*(self._embed(p, sem) for p in batch), return_exceptions=True)
+        k = max(1, min(self.concurrency, len(batch)))       # `concurrency` calls in flight at once
+        groups = [batch[i::k] for i in range(k)]
+        by_note: dict[str, list[list[float]] | BaseException] = {}
+        for group, res in zip(groups, await asyncio.gather(*(self._embed_group(g, sem) for g in groups)),
+                              strict=True):
+            by_note.update({p.note.note_id: r for p, r in zip(group, res, strict=True)})
+        results = [by_note[p.note.note_id] for p in batch]
         report.seconds_embedding += time.perf_counter() - start   # wall time: the calls overlap
         ok: list[tuple[PlannedNote, list[list[float]]]] = []
         for p, res in zip(batch, results, strict=True):

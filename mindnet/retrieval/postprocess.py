@@ -48,8 +48,9 @@ def aggregate_by_note(nodes: list[NodeWithScore], method: str = "max") -> list[N
     hits = []
     for note_id, chunks in groups.items():
         meta = chunks[0].node.metadata
+        score = float(AGGREGATORS[method]([c.score or 0.0 for c in chunks]))
         hits.append(NoteHit(note_id=note_id, title=meta.get("title", ""), path=meta.get("path", ""),
-                            type=meta.get("type", ""), score=float(AGGREGATORS[method]([c.score or 0.0 for c in chunks])),
+                            type=meta.get("type", ""), score=score,
                             chunk_ids=[c.node.metadata.get("chunk_id", c.node.node_id) for c in chunks]))
     hits.sort(key=lambda h: (-h.score, h.note_id))
     return hits
