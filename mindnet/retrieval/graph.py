@@ -32,16 +32,30 @@ class Subgraph:
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     edges: list[dict] = field(default_factory=list)   # the raw edge payloads loaded
     _pagerank: dict[str, float] | None = None
+    _ends: tuple[dict, dict, int] | None = None
 
     @property
     def notes(self) -> set[str]:
         return set(self.graph.nodes)
 
     def incoming(self, note_id: str) -> list[dict]:
-        return [e for e in self.edges if note_of(e["target_id"]) == note_id and e["note_id"] != note_id]
+        return self._by_end()[0].get(note_id, [])
 
     def outgoing(self, note_id: str) -> list[dict]:
-        return [e for e in self.edges if e["note_id"] == note_id and note_of(e["target_id"]) != note_id]
+        return self._by_end()[1].get(note_id, [])
+
+    def _by_end(self) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+        """Edges grouped by target note and by source note, built once (explanations ask per hit)."""
+        if self._ends is None or self._ends[2] != len(self.edges):
+            into: dict[str, list[dict]] = {}
+            out: dict[str, list[dict]] = {}
+            for e in self.edges:
+                src, dst = e["note_id"], note_of(e["target_id"])
+                if src != dst:
+                    into.setdefault(dst, []).append(e)
+                    out.setdefault(src, []).append(e)
+            self._ends = (into, out, len(self.edges))
+        return self._ends[0], self._ends[1]
 
     def edge_bonus(self, note_id: str) -> float:
         """Sum of the confidences of edges into this note from the seed notes (the relevant context), the

@@ -28,6 +28,7 @@ from threadpoolctl import ThreadpoolController
 
 from mindnet.indexing.sparse import SparseEncoder, to_qdrant
 from mindnet.retrieval.graph import EdgeIndex, Subgraph, expand
+from mindnet.retrieval.lexical import LexicalIndex
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
 from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, load_titles
@@ -42,7 +43,7 @@ _BLAS = ThreadpoolController()
 class Candidate:
     point_id: str
     payload: dict
-    vector: np.ndarray
+    vector: np.ndarray | None       # None when the search's own cosine was enough
     dense: float = 0.0
     lexical: float = 0.0
     via_graph: bool = False
@@ -81,13 +82,22 @@ class MindnetRetriever(BaseRetriever):
         self.scorer = MindnetScorer.from_config(config, client=client, prefix=prefix, depth=0)
         self._lock = threading.Lock()        # local Qdrant is one client: serialise its use across threads
         self._edge_index: EdgeIndex | None = None
+        self._lexical_index: LexicalIndex | None = None
         self._titles: dict[str, str] = {}
         self.cache_edges = is_local(client)  # a server answers filtered scrolls from payload indexes
 
     def invalidate(self) -> None:
         """Forget cached index data (call after an import)."""
         self._edge_index = None
+        self._lexical_index = None
         self._titles = {}
+
+    def _lexical(self) -> LexicalIndex | None:
+        if not self.cache_edges:
+            return None
+        if self._lexical_index is None:
+            self._lexical_index = LexicalIndex.load(self.client, self.prefix)
+        return self._lexical_index
 
     def _edges(self) -> EdgeIndex | None:
         if not self.cache_edges:
@@ -147,44 +157,61 @@ class MindnetRetriever(BaseRetriever):
     def _search_locked(self, q: ResolvedQuery, dense_vecs: list[np.ndarray], trace: dict) -> RetrievalResult:
         t0 = time.perf_counter()
         flt = self._filter(q)
-        widen = 4 if q.request.filters.path_prefix else 1     # path prefixes are filtered after the search
+        lex = self._lexical()
+        mask = lex.mask(q.request.filters) if lex is not None else None
+        widen = 4 if q.request.filters.path_prefix and lex is None else 1   # server: path filtered afterwards
         pool = max(q.top_k * 3, 30)
+        # with one dense query its own cosine is the dense score; vectors are fetched only for several queries
+        # (and for hits found by the sparse search or the graph, whose cosine is computed here)
+        need_vectors = len(dense_vecs) > 1
         cands: dict[str, Candidate] = {}
 
-        def add(points: list[qm.ScoredPoint], via_graph: bool = False) -> None:
+        def add(points: list[Any], via_graph: bool = False) -> None:
             for p in points:
-                if p.id not in cands and self._keep(q, p.payload or {}):
-                    vec = p.vector[DENSE] if isinstance(p.vector, dict) else p.vector
-                    cands[str(p.id)] = Candidate(str(p.id), p.payload or {}, _unit(vec), via_graph=via_graph)
+                pid = str(p.id)
+                if pid in cands or not self._keep(q, p.payload or {}):
+                    continue
+                vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else p.vector
+                c = Candidate(pid, p.payload or {}, _unit(vec) if vec is not None else None, via_graph=via_graph)
+                if vec is None:
+                    c.dense = float(p.score)
+                cands[pid] = c
 
         dense_limit = (pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)) * widen
         for vec in dense_vecs:
             add(self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
-                                         limit=dense_limit, with_payload=True, with_vectors=[DENSE]).points)
+                                         limit=dense_limit, with_payload=True,
+                                         with_vectors=[DENSE] if need_vectors else False).points)
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
         sparse_queries: list[qm.SparseVector] = []
         lexical_max: list[float] = []
         if q.mode == "hybrid":
             t1 = time.perf_counter()
-            sparse_texts = trace["queries"]["sparse"]
-            indices, values = self.sparse.encode_queries(sparse_texts)
+            indices, values = self.sparse.encode_queries(trace["queries"]["sparse"])
+            limit = self.config.hybrid.sparse_prefetch * widen
             for idx, val in zip(indices, values, strict=True):
                 if not idx:
                     continue
                 sv = to_qdrant(idx, val)
-                points = self.client.query_points(self.collection, query=sv, using=SPARSE, query_filter=flt,
-                                                  limit=self.config.hybrid.sparse_prefetch * widen,
-                                                  with_payload=True, with_vectors=[DENSE]).points
-                add(points)
+                if lex is not None:
+                    hits = lex.search(sv, limit, mask)
+                    self._add_by_id([pid for pid, _ in hits if pid not in cands], add)
+                    top = hits[0][1] if hits else 0.0
+                else:
+                    points = self.client.query_points(self.collection, query=sv, using=SPARSE, query_filter=flt,
+                                                      limit=limit, with_payload=True, with_vectors=[DENSE]).points
+                    add(points)
+                    top = max((p.score for p in points), default=0.0)
                 sparse_queries.append(sv)
-                lexical_max.append(max((p.score for p in points), default=0.0))
+                lexical_max.append(top)
             self._lexical_scores(list(cands.values()), sparse_queries, lexical_max, flt)
             trace["sparse_ms"] = round(1000 * (time.perf_counter() - t1), 1)
 
         matrix = np.stack(dense_vecs)
         for c in cands.values():
-            c.dense = float(np.max(matrix @ c.vector))
+            if c.vector is not None:
+                c.dense = float(np.max(matrix @ c.vector))
         lo, hi = self._dense_bounds(cands.values())
         self._fuse(q, cands.values(), lo, hi)
         trace["candidates"] = len(cands)
@@ -196,7 +223,8 @@ class MindnetRetriever(BaseRetriever):
             seeds = {c.payload["chunk_id"]: c.semantic for c in ranked}
             subgraph = expand(self.client, self.prefix, list(seeds), q.depth, q.edge_types, seeds,
                               edge_index=self._edges())
-            graph_only = self._graph_candidates(q, subgraph, cands, flt, dense_vecs, sparse_queries, lexical_max)
+            graph_only = self._graph_candidates(q, subgraph, cands, flt, mask, dense_vecs, sparse_queries,
+                                                lexical_max)
             self._fuse(q, graph_only, lo, hi)
             for c in graph_only:
                 cands[c.point_id] = c
@@ -206,9 +234,7 @@ class MindnetRetriever(BaseRetriever):
                               "ms": round(1000 * (time.perf_counter() - t2), 1)}
 
         t3 = time.perf_counter()
-        nodes = [self._to_node(c, hybrid=q.mode == "hybrid") for c in cands.values()]
-        self.scorer._client = self.client
-        scored = self.scorer.score_nodes(nodes, subgraph, self._titles if self.cache_edges else None)
+        scored = self._score(q, list(cands.values()), subgraph)
         if q.rerank and self.reranker is not None:
             scored = rerank_head_tail(scored, self.reranker, limit=self.config.rerank.limit,
                                       query=q.request.query)
@@ -217,6 +243,30 @@ class MindnetRetriever(BaseRetriever):
         notes = aggregate_by_note(scored, q.request.aggregate) if q.request.aggregate else None
         return RetrievalResult(nodes=scored[: q.top_k], query=q, notes=notes, trace=trace)
 
+    def _score(self, q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | None) -> list[NodeWithScore]:
+        """Rank every candidate by the formula, then build nodes and explanations only for the ones shown
+        (all of them when per-note aggregation or reranking needs more than top_k)."""
+        hybrid = q.mode == "hybrid"
+        ranked = []
+        for c in cands:
+            b = self.scorer.breakdown(semantic=c.semantic, dense=c.dense, lexical=c.lexical if hybrid else None,
+                                      retriever_weight=float(c.payload.get("retriever_weight", 1.0)),
+                                      note_id=str(c.payload.get("note_id", "")), subgraph=subgraph)
+            ranked.append((-b.total, str(c.payload.get("chunk_id", c.point_id)), c, b))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        keep = len(ranked) if q.request.aggregate else max(q.top_k, self.config.rerank.limit if q.rerank else 0)
+        self.scorer._client = self.client
+        titles = self.scorer.titles_for(subgraph, self._titles if self.cache_edges else None)
+        for _, _, c, _ in ranked[:keep]:
+            titles.setdefault(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
+        return [self.scorer.finish(self._to_node(c, hybrid=hybrid).node, b, subgraph, titles)
+                for _, _, c, b in ranked[:keep]]
+
+    def _add_by_id(self, point_ids: list[str], add: Any, via_graph: bool = False) -> None:
+        if point_ids:
+            add(self.client.retrieve(self.collection, ids=point_ids, with_payload=True, with_vectors=[DENSE]),
+                via_graph=via_graph)
+
     # ------------------------------------------------------------------ pieces
 
     def _lexical_scores(self, cands: list[Candidate], sparse_queries: list[qm.SparseVector],
@@ -224,6 +274,14 @@ class MindnetRetriever(BaseRetriever):
         """BM25 of every candidate for every sparse query (one restricted query each), normalised by the
         query's best score, so dense-only hits get their lexical share too."""
         if not cands:
+            return
+        lex = self._lexical()
+        if lex is not None:
+            by_id = {c.point_id: c for c in cands}
+            for sv, top in zip(sparse_queries, lexical_max, strict=True):
+                if top > 0:
+                    for pid, raw in lex.score_of(sv, list(by_id)).items():
+                        by_id[pid].lexical = max(by_id[pid].lexical, min(1.0, raw / top))
             return
         ids = [c.point_id for c in cands]
         by_id = {c.point_id: c for c in cands}
@@ -252,17 +310,28 @@ class MindnetRetriever(BaseRetriever):
                 c.semantic = alpha * min(1.0, max(0.0, dn)) + (1 - alpha) * c.lexical
 
     def _graph_candidates(self, q: ResolvedQuery, subgraph: Subgraph, cands: dict[str, Candidate],
-                          flt: qm.Filter | None, dense_vecs: list[np.ndarray], sparse_queries: list[qm.SparseVector],
-                          lexical_max: list[float]) -> list[Candidate]:
+                          flt: qm.Filter | None, mask: np.ndarray | None, dense_vecs: list[np.ndarray],
+                          sparse_queries: list[qm.SparseVector], lexical_max: list[float]) -> list[Candidate]:
         """The best chunk of every note reached only through the graph, scored against the query."""
         have = {c.payload.get("note_id") for c in cands.values()}
         new_notes = sorted(subgraph.notes - have)[: self.config.expand.max_nodes]
         if not new_notes:
             return []
-        must = [qm.FieldCondition(key="note_id", match=qm.MatchAny(any=new_notes)), *((flt.must or []) if flt else [])]
         found: list[Candidate] = []
+        lex = self._lexical()
+        if lex is not None:
+            collected: dict[str, Candidate] = {}
+
+            def collect(points: list[Any], via_graph: bool = True) -> None:
+                for p in points:
+                    collected[str(p.id)] = Candidate(str(p.id), p.payload or {}, _unit(p.vector[DENSE]),
+                                                     via_graph=True)
+
+            self._add_by_id(lex.chunks_of_notes(new_notes, mask), collect, via_graph=True)
+            found = list(collected.values())
+        must = [qm.FieldCondition(key="note_id", match=qm.MatchAny(any=new_notes)), *((flt.must or []) if flt else [])]
         offset = None
-        while True:
+        while lex is None:
             points, offset = self.client.scroll(self.collection, scroll_filter=qm.Filter(must=must), limit=512,
                                                 offset=offset, with_payload=True, with_vectors=[DENSE])
             for p in points:

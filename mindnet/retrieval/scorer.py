@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.retrieval.graph import Subgraph, expand, note_of
-from mindnet.retrieval.scoring import EdgeRef, compute_score, explain
+from mindnet.retrieval.scoring import EdgeRef, ScoreBreakdown, compute_score, explain
 from mindnet.settings import RetrieverConfig, ScoringWeights
 from mindnet.store.collections import names
 
@@ -88,13 +88,42 @@ class MindnetScorer(BaseNodePostprocessor):
             subgraph = expand(self._client, self.prefix, ids, self.depth, self.edge_types, weights)
         return self.score_nodes(nodes, subgraph)
 
-    def score_nodes(self, nodes: list[NodeWithScore], subgraph: Subgraph | None,
-                    titles: dict[str, str] | None = None) -> list[NodeWithScore]:
-        """Score and explain `nodes`; `titles` (note id -> title) saves a lookup when the caller has them."""
+    def breakdown(self, *, semantic: float, retriever_weight: float, note_id: str, subgraph: Subgraph | None,
+                  dense: float | None = None, lexical: float | None = None) -> ScoreBreakdown:
+        """The formula for one hit (pure: no I/O), so a caller can rank many candidates cheaply."""
+        return compute_score(
+            semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight,
+            edge_bonus=subgraph.edge_bonus(note_id) if subgraph else 0.0,
+            centrality_bonus=subgraph.centrality_bonus(note_id) if subgraph else 0.0, weights=self.weights)
+
+    def finish(self, node: BaseNode, breakdown: ScoreBreakdown, subgraph: Subgraph | None,
+               titles: dict[str, str]) -> NodeWithScore:
+        """A copy of `node` scored `breakdown.total`, with breakdown and explanation in its metadata."""
+        meta = node.metadata
+        sem = meta.get(SEMANTIC_KEY) or {}
+        note_id = meta.get("note_id") or note_of(meta.get("chunk_id", node.node_id))
+        incoming = _edge_refs(subgraph.incoming(note_id), "incoming", titles) if subgraph else []
+        outgoing = _edge_refs(subgraph.outgoing(note_id), "outgoing", titles) if subgraph else []
+        explanation = explain(breakdown, note_type=str(meta.get("type", "?")), incoming=incoming,
+                              outgoing=outgoing, via_graph=bool(sem.get("via_graph")),
+                              graph_used=subgraph is not None)
+        copy = node.model_copy()
+        copy.metadata = {**meta, "score_breakdown": breakdown.model_dump(), "explanation": explanation.model_dump()}
+        copy.excluded_llm_metadata_keys = list(dict.fromkeys([*copy.excluded_llm_metadata_keys, *RESULT_KEYS]))
+        copy.excluded_embed_metadata_keys = list(dict.fromkeys([*copy.excluded_embed_metadata_keys, *RESULT_KEYS]))
+        return NodeWithScore(node=copy, score=breakdown.total)
+
+    def titles_for(self, subgraph: Subgraph | None, titles: dict[str, str] | None = None) -> dict[str, str]:
         titles = dict(titles or {})
         if subgraph is not None and self._client is not None and not titles:
             others = {e["note_id"] for e in subgraph.edges} | {note_of(e["target_id"]) for e in subgraph.edges}
             titles = note_titles(self._client, self.prefix, sorted(others))
+        return titles
+
+    def score_nodes(self, nodes: list[NodeWithScore], subgraph: Subgraph | None,
+                    titles: dict[str, str] | None = None) -> list[NodeWithScore]:
+        """Score and explain `nodes`, best first; `titles` (note id -> title) saves a lookup."""
+        titles = self.titles_for(subgraph, titles)
         for n in nodes:
             titles.setdefault(n.node.metadata.get("note_id", ""), n.node.metadata.get("title", ""))
         scored = []
@@ -102,22 +131,9 @@ class MindnetScorer(BaseNodePostprocessor):
             meta = n.node.metadata
             sem = meta.get(SEMANTIC_KEY) or {}
             note_id = meta.get("note_id") or note_of(meta.get("chunk_id", n.node.node_id))
-            incoming = _edge_refs(subgraph.incoming(note_id), "incoming", titles) if subgraph else []
-            outgoing = _edge_refs(subgraph.outgoing(note_id), "outgoing", titles) if subgraph else []
-            breakdown = compute_score(
-                semantic=float(sem.get("semantic", n.score or 0.0)), dense=sem.get("dense"),
-                lexical=sem.get("lexical"), retriever_weight=float(meta.get("retriever_weight", 1.0)),
-                edge_bonus=subgraph.edge_bonus(note_id) if subgraph else 0.0,
-                centrality_bonus=subgraph.centrality_bonus(note_id) if subgraph else 0.0, weights=self.weights)
-            explanation = explain(breakdown, note_type=str(meta.get("type", "?")), incoming=incoming,
-                                  outgoing=outgoing, via_graph=bool(sem.get("via_graph")),
-                                  graph_used=subgraph is not None)
-            node = n.node.model_copy()
-            node.metadata = {**meta, "score_breakdown": breakdown.model_dump(),
-                             "explanation": explanation.model_dump()}
-            node.excluded_llm_metadata_keys = list(dict.fromkeys([*node.excluded_llm_metadata_keys, *RESULT_KEYS]))
-            node.excluded_embed_metadata_keys = list(dict.fromkeys([*node.excluded_embed_metadata_keys,
-                                                                    *RESULT_KEYS]))
-            scored.append(NodeWithScore(node=node, score=breakdown.total))
+            b = self.breakdown(semantic=float(sem.get("semantic", n.score or 0.0)), dense=sem.get("dense"),
+                               lexical=sem.get("lexical"), retriever_weight=float(meta.get("retriever_weight", 1.0)),
+                               note_id=note_id, subgraph=subgraph)
+            scored.append(self.finish(n.node, b, subgraph, titles))
         scored.sort(key=lambda x: (-(x.score or 0.0), x.node.metadata.get("chunk_id", x.node.node_id)))
         return scored
