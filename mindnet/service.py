@@ -62,7 +62,14 @@ class Mindnet:
 
     @cached_property
     def retriever(self) -> MindnetRetriever:
-        return MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model)
+        reranker = None
+        if self.settings.retriever.rerank.enabled:   # the head of the list reranked by the chat LLM (Ollama)
+            from llama_index.core.postprocessor import LLMRerank
+
+            from mindnet.backends import make_llm
+            reranker = LLMRerank(llm=make_llm(self.settings), top_n=self.settings.retriever.rerank.limit)
+        return MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
+                                              reranker=reranker)
 
     @cached_property
     def logs(self) -> FlywheelLogs:

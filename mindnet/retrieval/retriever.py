@@ -11,6 +11,7 @@ hybrid:   dense + local BM25 sparse search for every query text (multi-query: se
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local
 from mindnet.store.collections import DENSE, SPARSE, names
 
+log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
 
 
@@ -236,8 +238,13 @@ class MindnetRetriever(BaseRetriever):
         t3 = time.perf_counter()
         scored = self._score(q, list(cands.values()), subgraph)
         if q.rerank and self.reranker is not None:
-            scored = rerank_head_tail(scored, self.reranker, limit=self.config.rerank.limit,
-                                      query=q.request.query)
+            try:
+                scored = rerank_head_tail(scored, self.reranker, limit=self.config.rerank.limit,
+                                          query=q.request.query)
+                trace["rerank"] = {"limit": self.config.rerank.limit, "reranker": self.reranker.class_name()}
+            except Exception as exc:  # any postprocessor, any backend: a failed rerank keeps the scored order
+                log.warning("rerank failed, keeping the scored order: %s", exc)
+                trace["rerank"] = {"failed": str(exc)}
         trace["scoring_ms"] = round(1000 * (time.perf_counter() - t3), 1)
         trace["total_ms"] = round(1000 * (time.perf_counter() - t0), 1) + trace.get("embed_ms", 0)
         notes = aggregate_by_note(scored, q.request.aggregate) if q.request.aggregate else None
