@@ -139,17 +139,9 @@ class Importer:
     # ------------------------------------------------------------------ reading the index
 
     def stored_notes(self) -> dict[str, dict]:
-        out: dict[str, dict] = {}
-        offset = None
-        while True:
-            points, offset = self.client.scroll(
-                self.names["notes"], limit=1000, offset=offset, with_vectors=False,
-                with_payload=qm.PayloadSelectorInclude(include=["note_id", "fingerprint", "edges_hash",
-                                                                "chunk_ids", "edge_ids", "path"]))
-            for p in points:
-                out[p.payload["note_id"]] = p.payload
-            if offset is None:
-                return out
+        fields = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path"]
+        return {p.payload["note_id"]: p.payload for p in coll.scroll_points(self.client, self.names["notes"],
+                                                                            fields=fields)}
 
     # ------------------------------------------------------------------ writing
 

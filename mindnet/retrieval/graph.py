@@ -15,7 +15,7 @@ import networkx as nx
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from mindnet.store.collections import names
+from mindnet.store.collections import names, scroll_points
 
 CHUNK_ID = re.compile(r"^(?P<note>.+)#c\d{2,}$")
 STRUCTURAL = {"belongs_to", "next", "prev"}
@@ -90,13 +90,7 @@ def _load_edges(client: QdrantClient, collection: str, frontier: list[str], edge
               qm.FieldCondition(key="resolved", match=qm.MatchValue(value=True))],
         should=[qm.FieldCondition(key="note_id", match=qm.MatchAny(any=frontier)),
                 qm.FieldCondition(key="target_id", match=qm.MatchAny(any=frontier))])
-    out, offset = [], None
-    while True:
-        points, offset = client.scroll(collection, scroll_filter=flt, limit=1000, offset=offset,
-                                       with_payload=True, with_vectors=False)
-        out += [p.payload for p in points]
-        if offset is None:
-            return out
+    return [p.payload for p in scroll_points(client, collection, scroll_filter=flt)]
 
 
 class EdgeIndex:
@@ -124,13 +118,7 @@ class EdgeIndex:
         if not client.collection_exists(collection):
             return cls([])
         flt = qm.Filter(must_not=[qm.FieldCondition(key="kind", match=qm.MatchAny(any=sorted(STRUCTURAL)))])
-        out, offset = [], None
-        while True:
-            points, offset = client.scroll(collection, scroll_filter=flt, limit=2000, offset=offset,
-                                           with_payload=True, with_vectors=False)
-            out += [p.payload for p in points]
-            if offset is None:
-                return cls(out)
+        return cls(p.payload for p in scroll_points(client, collection, scroll_filter=flt))
 
     def edges_for(self, frontier: list[str], edge_types: list[str]) -> list[dict]:
         kinds = set(edge_types)

@@ -16,7 +16,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.retrieval.query import Filters
-from mindnet.store.collections import SPARSE, names
+from mindnet.store.collections import SPARSE, names, scroll_points
 
 FIELDS = ["note_id", "type", "tags", "path"]
 
@@ -48,17 +48,11 @@ class LexicalIndex:
         collection = names(prefix)["chunks"]
         ids, payloads, sparse = [], [], []
         if client.collection_exists(collection):
-            offset = None
-            while True:
-                points, offset = client.scroll(collection, limit=2000, offset=offset, with_vectors=[SPARSE],
-                                               with_payload=qm.PayloadSelectorInclude(include=FIELDS))
-                for p in points:
-                    vec = (p.vector or {}).get(SPARSE)
-                    ids.append(str(p.id))
-                    payloads.append(p.payload or {})
-                    sparse.append((list(vec.indices), list(vec.values)) if vec is not None else ([], []))
-                if offset is None:
-                    break
+            for p in scroll_points(client, collection, fields=FIELDS, vectors=[SPARSE]):
+                vec = (p.vector or {}).get(SPARSE)
+                ids.append(str(p.id))
+                payloads.append(p.payload or {})
+                sparse.append((list(vec.indices), list(vec.values)) if vec is not None else ([], []))
         return cls(ids, payloads, sparse)
 
     def __len__(self) -> int:

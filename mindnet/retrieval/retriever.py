@@ -35,7 +35,7 @@ from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQu
 from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, load_titles
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local
-from mindnet.store.collections import DENSE, SPARSE, names
+from mindnet.store.collections import DENSE, SPARSE, names, scroll_points
 
 log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
@@ -269,10 +269,9 @@ class MindnetRetriever(BaseRetriever):
         return [self.scorer.finish(self._to_node(c, hybrid=hybrid).node, b, subgraph, titles)
                 for _, _, c, b in ranked[:keep]]
 
-    def _add_by_id(self, point_ids: list[str], add: Any, via_graph: bool = False) -> None:
+    def _add_by_id(self, point_ids: list[str], add: Any) -> None:
         if point_ids:
-            add(self.client.retrieve(self.collection, ids=point_ids, with_payload=True, with_vectors=[DENSE]),
-                via_graph=via_graph)
+            add(self.client.retrieve(self.collection, ids=point_ids, with_payload=True, with_vectors=[DENSE]))
 
     # ------------------------------------------------------------------ pieces
 
@@ -324,28 +323,17 @@ class MindnetRetriever(BaseRetriever):
         new_notes = sorted(subgraph.notes - have)[: self.config.expand.max_nodes]
         if not new_notes:
             return []
-        found: list[Candidate] = []
         lex = self._lexical()
         if lex is not None:
-            collected: dict[str, Candidate] = {}
-
-            def collect(points: list[Any], via_graph: bool = True) -> None:
-                for p in points:
-                    collected[str(p.id)] = Candidate(str(p.id), p.payload or {}, _unit(p.vector[DENSE]),
-                                                     via_graph=True)
-
-            self._add_by_id(lex.chunks_of_notes(new_notes, mask), collect, via_graph=True)
-            found = list(collected.values())
-        must = [qm.FieldCondition(key="note_id", match=qm.MatchAny(any=new_notes)), *((flt.must or []) if flt else [])]
-        offset = None
-        while lex is None:
-            points, offset = self.client.scroll(self.collection, scroll_filter=qm.Filter(must=must), limit=512,
-                                                offset=offset, with_payload=True, with_vectors=[DENSE])
-            for p in points:
-                if self._keep(q, p.payload or {}):
-                    found.append(Candidate(str(p.id), p.payload or {}, _unit(p.vector[DENSE]), via_graph=True))
-            if offset is None:
-                break
+            ids = lex.chunks_of_notes(new_notes, mask)
+            points = self.client.retrieve(self.collection, ids=ids, with_payload=True, with_vectors=[DENSE]) \
+                if ids else []
+        else:
+            must = [qm.FieldCondition(key="note_id", match=qm.MatchAny(any=new_notes)),
+                    *((flt.must or []) if flt else [])]
+            points = [p for p in scroll_points(self.client, self.collection, scroll_filter=qm.Filter(must=must),
+                                               vectors=[DENSE]) if self._keep(q, p.payload or {})]
+        found = [Candidate(str(p.id), p.payload or {}, _unit(p.vector[DENSE]), via_graph=True) for p in points]
         matrix = np.stack(dense_vecs)
         for c in found:
             c.dense = float(np.max(matrix @ c.vector))

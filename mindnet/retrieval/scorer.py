@@ -19,7 +19,7 @@ from qdrant_client import models as qm
 from mindnet.retrieval.graph import Subgraph, expand, note_of
 from mindnet.retrieval.scoring import EdgeRef, ScoreBreakdown, compute_score, explain
 from mindnet.settings import RetrieverConfig, ScoringWeights
-from mindnet.store.collections import names
+from mindnet.store.collections import names, scroll_points
 
 SEMANTIC_KEY = "mindnet_semantic"      # set by MindnetRetriever: {"semantic", "dense", "lexical", "via_graph"}
 RESULT_KEYS = ["score_breakdown", "explanation", SEMANTIC_KEY]
@@ -37,16 +37,10 @@ def note_titles(client: QdrantClient, prefix: str, note_ids: list[str]) -> dict[
 def load_titles(client: QdrantClient, prefix: str) -> dict[str, str]:
     """Every note's title (for naming the other end of an edge without a query per hit)."""
     collection = names(prefix)["notes"]
-    out: dict[str, str] = {}
     if not client.collection_exists(collection):
-        return out
-    offset = None
-    while True:
-        points, offset = client.scroll(collection, limit=2000, offset=offset, with_vectors=False,
-                                       with_payload=qm.PayloadSelectorInclude(include=["note_id", "title"]))
-        out.update({p.payload["note_id"]: p.payload.get("title", "") for p in points})
-        if offset is None:
-            return out
+        return {}
+    return {p.payload["note_id"]: p.payload.get("title", "")
+            for p in scroll_points(client, collection, fields=["note_id", "title"])}
 
 
 def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> list[EdgeRef]:

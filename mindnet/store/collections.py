@@ -11,6 +11,7 @@ collection (with or without hybrid) works for other pipelines.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
@@ -112,3 +113,17 @@ def tune_local_storage(client: QdrantClient, prefix: str) -> int:
         connection.execute("PRAGMA synchronous=NORMAL")
         tuned += 1
     return tuned
+
+
+def scroll_points(client: QdrantClient, collection: str, *, scroll_filter: qm.Filter | None = None,
+                  fields: list[str] | None = None, vectors: list[str] | bool = False,
+                  page: int = 2000) -> Iterator[qm.Record]:
+    """Every point of a collection (matching the filter), page by page; `fields` limits the payload."""
+    payload: qm.PayloadSelectorInclude | bool = qm.PayloadSelectorInclude(include=fields) if fields else True
+    offset = None
+    while True:
+        points, offset = client.scroll(collection, scroll_filter=scroll_filter, limit=page, offset=offset,
+                                       with_payload=payload, with_vectors=vectors)
+        yield from points
+        if offset is None:
+            return

@@ -7,20 +7,12 @@ from dataclasses import dataclass, field
 
 from qdrant_client import QdrantClient
 
-from mindnet.store.collections import missing_payload_indexes, names
+from mindnet.store.collections import missing_payload_indexes, names, scroll_points
 
 
 def scroll_payloads(client: QdrantClient, collection: str, fields: list[str] | None = None) -> Iterator[dict]:
-    from qdrant_client import models as qm
-    selector = qm.PayloadSelectorInclude(include=fields) if fields else True
-    offset = None
-    while True:
-        points, offset = client.scroll(collection, limit=2000, offset=offset, with_vectors=False,
-                                       with_payload=selector)
-        for p in points:
-            yield p.payload or {}
-        if offset is None:
-            return
+    for p in scroll_points(client, collection, fields=fields):
+        yield p.payload or {}
 
 
 @dataclass
