@@ -21,6 +21,7 @@ from mindnet.errors import (
     ConfigError,
     DimensionMismatchError,
     DraftError,
+    EmptyIndexError,
     LLMUnavailableError,
     MindnetError,
     QueryError,
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
+    EmptyIndexError: 409,
 }
 
 

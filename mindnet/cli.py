@@ -201,7 +201,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mindnet.api import create_app
     from mindnet.service import Mindnet
     port = args.port or (8002 if args.dev else 8001)
-    app = create_app(Mindnet(_settings(args)), ui=not args.no_ui)
+    mindnet = Mindnet(_settings(args))
+    _ = mindnet.client   # open the index now: a locked Qdrant folder is reported before the server starts
+    app = create_app(mindnet, ui=not args.no_ui)
     console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs)")
     uvicorn.run(app, host=args.host, port=port, log_level="warning")
     return 0

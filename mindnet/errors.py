@@ -7,7 +7,8 @@
     ├── EmbeddingError       the embedding backend failed or returned a bad vector
     ├── StoreError           Qdrant cannot be opened or used
     │   ├── StoreLockedError another process holds the local Qdrant folder
-    │   └── DimensionMismatchError  collection built with another embedding size
+    │   ├── DimensionMismatchError  collection built with another embedding size
+    │   └── EmptyIndexError  nothing imported yet
     ├── QueryError           a retrieval request is invalid (names the field)
     └── LLMUnavailableError  Ollama is unreachable or the model is missing
 
@@ -57,6 +58,10 @@ class StoreLockedError(StoreError):
 
 
 class DimensionMismatchError(StoreError):
+    pass
+
+
+class EmptyIndexError(StoreError):
     pass
 
 

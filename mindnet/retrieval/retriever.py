@@ -27,6 +27,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 from threadpoolctl import ThreadpoolController
 
+from mindnet.errors import EmptyIndexError
 from mindnet.indexing.sparse import SparseEncoder, to_qdrant
 from mindnet.retrieval.graph import EdgeIndex, Subgraph, expand
 from mindnet.retrieval.lexical import LexicalIndex
@@ -135,6 +136,9 @@ class MindnetRetriever(BaseRetriever):
 
     def search(self, request: QueryRequest) -> RetrievalResult:
         q = self.resolve(request)
+        if not self.client.collection_exists(self.collection):
+            raise EmptyIndexError(f"nothing to search yet: collection {self.collection} does not exist; "
+                                  f"import your vault first (`mindnet ingest [VAULT]`, or POST /ingest)")
         trace: dict[str, Any] = {"mode": q.mode, "top_k": q.top_k, "depth": q.depth}
         t0 = time.perf_counter()
         texts = request.texts()

@@ -1,0 +1,31 @@
+"""Searching or chatting before anything was imported gets a clear message, never a traceback."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from helpers_vault import fake_settings
+
+from mindnet.api import create_app
+from mindnet.cli import main
+from mindnet.service import Mindnet
+
+HINT = "nothing to search yet: collection t_chunks does not exist; import your vault first"
+
+
+def test_cli_query_on_an_empty_index_says_to_ingest(tmp_path, fake_ollama, monkeypatch, capsys) -> None:
+    for key, value in {"MINDNET_EMBEDDING": "ollama", "MINDNET_OLLAMA_URL": fake_ollama.url,
+                       "MINDNET_QDRANT_PATH": str(tmp_path / "q"), "MINDNET_COLLECTION_PREFIX": "t",
+                       "MINDNET_CACHE_DIR": str(tmp_path / "c"), "MINDNET_LOG_DIR": str(tmp_path / "logs")}.items():
+        monkeypatch.setenv(key, value)
+    assert main(["query", "Qdrant"]) == 2
+    assert HINT in " ".join(capsys.readouterr().err.split())
+
+
+def test_api_query_and_chat_on_an_empty_index_answer_409(tmp_path, fake_ollama) -> None:
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url, log_dir=tmp_path / "logs"))
+    with TestClient(create_app(app)) as client:
+        for path, body in (("/query", {"query": "Qdrant"}), ("/chat", {"message": "Was ist Qdrant?"})):
+            response = client.post(path, json=body)
+            assert response.status_code == 409, path
+            assert HINT in response.json()["detail"]
+    app.close()
