@@ -98,3 +98,20 @@ async def test_without_llm_interview_returns_empty_draft(mindnet, fake_ollama):
     assert response.generation_available is False
     assert response.draft["markdown"] == empty_draft("decision", schema).to_markdown()
     assert response.draft["note_type"] == "decision"
+
+
+async def test_without_llm_the_empty_draft_takes_its_title_from_the_message(mindnet, fake_ollama):
+    fake_ollama.models = {"nomic-embed-text"}
+    response = await mindnet.chat.achat(ChatRequest(message="Neues Projekt: Kräutergarten"))
+    assert (response.draft["note_type"], response.draft["title"]) == ("project", "Kräutergarten")
+    assert "title: Kräutergarten" in response.draft["markdown"]
+
+
+@pytest.mark.parametrize(
+    ("message", "title"),
+    [("Neues Projekt: Kräutergarten", "Kräutergarten"), ("new decision: \"Use Qdrant\"", "Use Qdrant"),
+     ("Neues Projekt anlegen", None), ("Neue Notiz:   ", None)],
+)
+def test_title_from_message(message, title):
+    from mindnet.chat.interview import title_from_message
+    assert title_from_message(message) == title

@@ -57,6 +57,13 @@ def draft_dict(draft: NoteDraft) -> dict:
             "warnings": list(draft.warnings)}
 
 
+def title_from_message(message: str) -> str | None:
+    """"Neues Projekt: Kräutergarten" names its note: the text after the first colon, if any."""
+    _, sep, rest = message.partition(":")
+    title = rest.strip().strip("\"'„“”").strip()
+    return title[:120] if sep and title else None
+
+
 class InterviewEngine(StrategyEngine):
     """Schema-driven interview; the context is the chat history."""
 
@@ -80,7 +87,8 @@ class InterviewEngine(StrategyEngine):
 
         status = await s.gate.astatus()
         if not status.available:
-            yield done(self._offline(note_type, schema, unavailable_notice(s.settings, status.reason), base))
+            yield done(self._offline(note_type, schema, unavailable_notice(s.settings, status.reason), base,
+                                     title=title_from_message(turn.request.message)))
             return
         yield ChatEvent(kind="generation", data={"model": s.gate.model})
         prompt = self.generation_prompt(target_type=note_type, schema=schema_text(note_type, schema),
@@ -93,7 +101,8 @@ class InterviewEngine(StrategyEngine):
         except LLMUnavailableError as exc:
             if pieces:
                 yield ChatEvent(kind="error", data={"message": f"generation stopped midway: {exc}"})
-            yield done(self._offline(note_type, schema, unavailable_notice(s.settings, str(exc)), base))
+            yield done(self._offline(note_type, schema, unavailable_notice(s.settings, str(exc)), base,
+                                     title=title_from_message(turn.request.message)))
             return
         reply = "".join(pieces).strip()
         draft = None
@@ -102,8 +111,9 @@ class InterviewEngine(StrategyEngine):
         yield done(ChatResponse(answer=reply, draft=draft, **base))
 
     @staticmethod
-    def _offline(note_type: str, schema: InterviewSchema, notice: str, base: dict) -> ChatResponse:
-        draft = empty_draft(note_type, schema)
+    def _offline(note_type: str, schema: InterviewSchema, notice: str, base: dict, *, title: str | None = None
+                 ) -> ChatResponse:
+        draft = empty_draft(note_type, schema, title=title)
         answer = (f"{notice}\n\nHere is an empty {note_type} note to fill in yourself:\n\n"
                   f"```markdown\n{draft.to_markdown()}```")
         return ChatResponse(answer=answer, draft=draft_dict(draft), generation_available=False, notice=notice,
