@@ -134,6 +134,11 @@ async def test_question_streams_answer_with_badge_steps_and_sources(chat: ChatCl
     assert sources and all(s["type"] == "text" and s["display"] == "side" for s in sources)
     numbers = {s["name"].split("] ")[0] + "]" for s in sources}      # sent concurrently: any order
     assert numbers == {f"[{i}]" for i in range(1, len(sources) + 1)}
+    # the side panel shows this answer's sources, under a title naming the question
+    panel = next(d for n, d in events if n == "set_sidebar_elements")
+    assert sorted(e["id"] for e in panel["elements"]) == sorted(s["id"] for s in sources)
+    titles = [d for n, d in events if n == "set_sidebar_title"]
+    assert titles == [f"{len(sources)} source{'s' if len(sources) != 1 else ''} for: Warum habe ich Qdrant gewählt?"]
 
 
 async def test_source_panel_shows_breakdown_why_and_escaped_text(chat: ChatClient) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import chainlit as cl
+from chainlit.context import context
 from chainlit.input_widget import MultiSelect, Select, Slider
 
 from mindnet.chat.engine import ChatRequest, ChatResponse
@@ -27,6 +28,7 @@ from mindnet.ui.registry import get_mindnet
 log = logging.getLogger(__name__)
 
 HISTORY_TURNS = 10
+SIDE_PANEL_DELAY = 0.3   # seconds
 STAGES = tuple(render.STEP_TITLES)
 COMMANDS = [
     {"id": "history", "icon": "history", "description": "recent searches", "button": False},
@@ -144,16 +146,17 @@ async def stream_answer(request: ChatRequest) -> ChatResponse | None:
             await say_error("Chat problem", str(event.data.get("message", "unknown error")))
         elif event.kind == "done":
             response = ChatResponse.model_validate(event.data)
-            await finish_answer(answer or cl.Message(content=header), response, streamed=answer is not None)
+            await finish_answer(answer or cl.Message(content=header), response, streamed=answer is not None,
+                                question=request.message)
             return response
     return None
 
 
-async def finish_answer(message: cl.Message, response: ChatResponse, *, streamed: bool) -> None:
+async def finish_answer(message: cl.Message, response: ChatResponse, *, streamed: bool, question: str) -> None:
     vault = get_mindnet().settings.vault_root
     text = response.answer if response.answer.strip() else "_(no answer generated)_"
     parts = [render.badge(response.intent) + f" *{render.escape(response.reason)}*", "", text]
-    if response.notice:
+    if response.notice and response.notice not in response.answer:
         parts += ["", f"> ⚠ {render.escape(response.notice)}"]
     if response.sources:
         parts += ["", "**Sources**"] + [render.source_summary(i, h)
@@ -167,6 +170,19 @@ async def finish_answer(message: cl.Message, response: ChatResponse, *, streamed
         await message.update()
     else:
         await message.send()
+    if message.elements:
+        await show_sources_panel(message.elements, response, question)
+
+
+async def show_sources_panel(elements: list[cl.Text], response: ChatResponse, question: str) -> None:
+    """Chainlit opens its side panel by itself with every side element of the session stacked, titled with the
+    last one's name. Point it at this answer's sources under a clear title instead. The elements are already
+    sent, so only the panel event goes out (re-sending them would make Chainlit open its own panel again);
+    the short wait lets the browser apply Chainlit's own update first."""
+    await asyncio.sleep(SIDE_PANEL_DELAY)
+    await context.emitter.emit("set_sidebar_elements",
+                               {"elements": [e.to_dict() for e in elements], "key": response.query_id})
+    await cl.ElementSidebar.set_title(render.sources_title(question, len(elements)))
 
 
 def feedback_actions(response: ChatResponse) -> list[cl.Action]:

@@ -48,6 +48,12 @@ def obsidian_uri(vault_root: Path, path: str) -> str:
     return f"obsidian://open?vault={quote(Path(vault_root).name, safe='')}&file={quote(path, safe='')}"
 
 
+def sources_title(question: str, count: int) -> str:
+    """Title of the side panel that shows one answer's sources."""
+    short = question if len(question) <= 60 else question[:57] + "..."
+    return f"{count} source{'s' if count != 1 else ''} for: {short}"
+
+
 def source_name(index: int, hit: Mapping[str, Any]) -> str:
     """Element name of a source; the answer text refers to it so Chainlit links the side panel."""
     return f"[{index}] {hit.get('title') or hit.get('note_id') or hit.get('node_id')}"
