@@ -29,7 +29,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.backends import Embedder
-from mindnet.errors import EmbeddingError, MindnetError
+from mindnet.errors import EmbeddingError
 from mindnet.indexing.edges import Edge, LinkResolver, derive_edges
 from mindnet.indexing.mentions import MentionIndex
 from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
@@ -305,4 +305,3 @@ class Importer:
         return asyncio.run(self.arun(vault, full=full, progress=progress))
 
 
-__all__ = ["Importer", "ImportReport", "chunk_vector_store", "MindnetError"]
