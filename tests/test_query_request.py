@@ -75,3 +75,13 @@ def test_texts_are_search_text_then_variants_without_duplicates(fields: dict, te
                                                   (["  "], "the text")])
 def test_sparse_text_is_the_keywords_when_given(keywords: list[str], sparse: str) -> None:
     assert QueryRequest(query="q", keywords=keywords).sparse_text("the text") == sparse
+
+
+@pytest.mark.parametrize(
+    ("enabled", "method", "requested", "expected"),
+    [(False, "max", None, None), (True, "sum", None, "sum"), (True, "sum", "mean", "mean"),
+     (False, "max", "max", "max")],
+)
+def test_per_note_aggregation_comes_from_the_request_else_the_config(enabled, method, requested, expected) -> None:
+    cfg = config(**{"aggregation": {"enabled": enabled, "method": method}})
+    assert QueryRequest(query="q", aggregate=requested).resolved(cfg, set(BUILTIN_EDGE_KINDS)).aggregate == expected

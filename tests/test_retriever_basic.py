@@ -156,3 +156,11 @@ def test_aretrieve_returns_the_same_nodes_as_retrieve() -> None:
 def test_retrieve_uses_the_retriever_defaults() -> None:
     r = make_retriever(SIMPLE, defaults={"mode": "semantic", "top_k": 1})
     assert note_order(r.retrieve("q")) == ["a"]
+
+
+def test_configured_aggregation_returns_note_level_results() -> None:
+    from retrieval_fixtures import config
+    notes = [NoteSpec("a", [at_cos(0.9), at_cos(0.8)]), NoteSpec("b", [at_cos(0.85)])]
+    retriever = make_retriever(notes, cfg=config(**{"aggregation": {"enabled": True, "method": "sum"}}))
+    result = retriever.search(QueryRequest(query="q", mode="semantic"))
+    assert [(h.note_id, round(h.score, 3)) for h in result.notes] == [("a", 1.7), ("b", 0.85)]

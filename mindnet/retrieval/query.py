@@ -95,7 +95,9 @@ class QueryRequest(BaseModel):
                              field="expand.edge_types")
         return ResolvedQuery(request=self, mode=mode, top_k=top_k, depth=depth if mode == "hybrid" else 0,
                              edge_types=list(kinds), rerank=config.rerank.enabled if self.rerank is None
-                             else self.rerank)
+                             else self.rerank,
+                             aggregate=self.aggregate or (config.aggregation.method if config.aggregation.enabled
+                                                          else None))
 
 
 class ResolvedQuery(BaseModel):
@@ -106,3 +108,4 @@ class ResolvedQuery(BaseModel):
     depth: int
     edge_types: list[str]
     rerank: bool
+    aggregate: Literal["sum", "max", "mean"] | None = None   # per-note results: the request's, else the config's

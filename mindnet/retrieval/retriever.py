@@ -251,7 +251,7 @@ class MindnetRetriever(BaseRetriever):
                 trace["rerank"] = {"failed": str(exc)}
         trace["scoring_ms"] = round(1000 * (time.perf_counter() - t3), 1)
         trace["total_ms"] = round(1000 * (time.perf_counter() - t0), 1) + trace.get("embed_ms", 0)
-        notes = aggregate_by_note(scored, q.request.aggregate) if q.request.aggregate else None
+        notes = aggregate_by_note(scored, q.aggregate) if q.aggregate else None
         return RetrievalResult(nodes=scored[: q.top_k], query=q, notes=notes, trace=trace)
 
     def _score(self, q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | None) -> list[NodeWithScore]:
@@ -265,7 +265,7 @@ class MindnetRetriever(BaseRetriever):
                                       note_id=str(c.payload.get("note_id", "")), subgraph=subgraph)
             ranked.append((-b.total, str(c.payload.get("chunk_id", c.point_id)), c, b))
         ranked.sort(key=lambda r: (r[0], r[1]))
-        keep = len(ranked) if q.request.aggregate else max(q.top_k, self.config.rerank.limit if q.rerank else 0)
+        keep = len(ranked) if q.aggregate else max(q.top_k, self.config.rerank.limit if q.rerank else 0)
         self.scorer._client = self.client
         titles = self.scorer.titles_for(subgraph, self._titles if self.cache_edges else None)
         for _, _, c, _ in ranked[:keep]:
