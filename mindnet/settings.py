@@ -68,7 +68,6 @@ class EdgeConfidence(Strict):
     embed: float = Field(1.0, ge=0, le=1)
     inline_rel: float = Field(0.95, ge=0, le=1)
     callout: float = Field(0.9, ge=0, le=1)
-    frontmatter: float = Field(0.9, ge=0, le=1)
     default_edge: float = Field(0.7, ge=0, le=1)
     structural: float = Field(1.0, ge=0, le=1)
 
@@ -253,7 +252,6 @@ class Settings(BaseModel):
     ollama_url: str = "http://127.0.0.1:11434"
     llm_model: str = "phi3:mini"
     llm_timeout: float = Field(300.0, gt=0)
-    api_timeout: float = Field(60.0, gt=0)
     config_dir: Path = Field(default_factory=_default_config_dir)
     types_config: Path | None = None
     retriever_config: Path | None = None
