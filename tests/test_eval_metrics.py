@@ -20,7 +20,10 @@ from mindnet.evaluation.beir import (
 )
 from mindnet.evaluation.metrics import aggregate, latency_summary, mrr, ndcg_at_k, recall_at_k
 
-MUSIQUE = Path("/work/shared/eval/musique_100")
+# the shared benchmark data lies beside the checkout (../shared), as on the developers' machines and in CI
+MUSIQUE = next((p for p in (Path(__file__).resolve().parents[2] / "shared/eval/musique_100",
+                            Path("/work/shared/eval/musique_100")) if p.is_dir()),
+               Path(__file__).resolve().parents[2] / "shared/eval/musique_100")
 LOG2_3 = math.log2(3)  # 1.5849625...
 
 # --------------------------------------------------------------------------- nDCG
