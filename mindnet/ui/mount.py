@@ -1,7 +1,8 @@
 """Mount the Chainlit chat (`app.py`) into the FastAPI app of `mindnet serve`.
 
 Chainlit reads its working folder (`CHAINLIT_APP_ROOT`) once, when it is first imported:
-`.chainlit/config.toml`, `chainlit.md` (the welcome page), `public/elements/*.jsx` (custom elements) and
+`.chainlit/config.toml`, `chainlit.md` (the welcome page), `public/elements/*.jsx` (custom elements),
+`public/logo_*.svg` and
 `.files/` (uploads). The folder is generated at run time under `<cache_dir>/chainlit`, so nothing Chainlit
 writes lands in the repository; `chainlit.md` is copied from the repository root and the custom
 elements from `mindnet/ui/elements/`.
@@ -38,6 +39,8 @@ def prepare_app_root(root: Path) -> Path:
     (root / "chainlit.md").write_text(welcome, encoding="utf-8")
     for jsx in (UI_DIR / "elements").glob("*.jsx"):
         shutil.copyfile(jsx, root / "public" / "elements" / jsx.name)
+    for logo in (UI_DIR / "public").glob("logo_*.svg"):   # Chainlit serves public/logo_<theme>.*
+        shutil.copyfile(logo, root / "public" / logo.name)
     return root
 
 
