@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -38,7 +39,7 @@ def render_import_report(report, as_json: bool) -> None:
     if as_json:
         console.print_json(json.dumps(data))
         return
-    t = Table(title=f"Import of {data['vault']}", show_header=False)
+    t = Table(title=f"Import of {escape(data['vault'])}", show_header=False)
     for key in ("notes", "new", "changed", "unchanged", "deleted", "edges_rewritten", "chunks", "edges"):
         t.add_row(key, str(data[key]))
     t.add_row("edges by kind", ", ".join(f"{k} {v}" for k, v in data["edges_by_kind"].items()))
@@ -52,7 +53,8 @@ def render_import_report(report, as_json: bool) -> None:
     for line in data["skipped"] + data["warnings"]:
         console.print(line, markup=False, highlight=False)
     for u in data["unresolved_links"][:20]:
-        console.print(f"[dim]unresolved link[/dim] {u['note']}: [[{u['link']}]]", highlight=False)
+        console.print(f"[dim]unresolved link[/dim] {escape(u['note'])}: {escape('[[' + u['link'] + ']]')}",
+                      highlight=False)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -112,7 +114,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         console.print(f"notes {data['notes']}, chunks {data['chunks']}, edges {data['edges']}")
         for key in ("missing_collections", "dangling_edges", "orphan_chunks", "missing_chunks", "missing_indexes"):
             if data[key]:
-                console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {data[key][:3]}")
+                console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
         verdict = "[green]index OK[/green]" if data["ok"] else "[red]index BROKEN[/red]: run `mindnet ingest --full`"
         console.print(verdict)
@@ -129,9 +131,9 @@ def render_hits(data: dict, explain: bool) -> None:
         b = h["score_breakdown"] or {}
         row = [str(i), f"{h['score']:.3f}",
                f"sem {b.get('semantic_term', 0):.3f} + edge {b.get('edge_term', 0):.3f} + "
-               f"cent {b.get('centrality_term', 0):.3f}", h["title"] or "", h["path"] or ""]
+               f"cent {b.get('centrality_term', 0):.3f}", escape(h["title"] or ""), escape(h["path"] or "")]
         if explain:
-            row.append("\n".join((h.get("explanation") or {}).get("reasons", [])[:4]))
+            row.append(escape("\n".join((h.get("explanation") or {}).get("reasons", [])[:4])))
         t.add_row(*row)
     console.print(t)
 
@@ -226,7 +228,7 @@ def render_feedback(data: dict) -> None:
     for col in ("node", "title", "ratings", "mean score"):
         t.add_column(col)
     for node_id, v in data["by_node"].items():
-        t.add_row(node_id, v["title"] or "", str(v["count"]), f"{v['mean_score']:.2f}")
+        t.add_row(escape(node_id), escape(v["title"] or ""), str(v["count"]), f"{v['mean_score']:.2f}")
     console.print(t)
 
 
@@ -305,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except MindnetError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted: what was written is consistent; run the same command again to finish")

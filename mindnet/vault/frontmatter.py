@@ -9,6 +9,19 @@ import yaml
 from mindnet.errors import VaultError
 
 FENCE = "---"
+MAX_FRONTMATTER_CHARS = 64_000
+
+
+class _FrontmatterLoader(yaml.SafeLoader):
+    """Safe YAML without aliases: `*name` references can recurse or expand exponentially ("billion laughs"),
+    and frontmatter never needs them."""
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not supported in frontmatter",
+                                              event.start_mark)
+        return super().compose_node(parent, index)
 
 
 def split_frontmatter(text: str, *, path: str = "") -> tuple[dict[str, Any], str, int]:
@@ -27,8 +40,14 @@ def split_frontmatter(text: str, *, path: str = "") -> tuple[dict[str, Any], str
         raise VaultError("frontmatter opened with '---' but never closed", path=path, line=1,
                          hint="add a closing '---' line after the YAML block")
     raw = "\n".join(lines[1:end])
+    if len(raw) > MAX_FRONTMATTER_CHARS:
+        raise VaultError(f"frontmatter is {len(raw)} characters long (limit {MAX_FRONTMATTER_CHARS})", path=path,
+                         line=1, hint="move long text from the frontmatter into the note body")
     try:
-        meta = yaml.safe_load(raw) if raw.strip() else {}
+        meta = yaml.load(raw, Loader=_FrontmatterLoader) if raw.strip() else {}
+    except ValueError as exc:  # a date that does not exist (2024-02-30) is a ValueError, not a YAMLError
+        raise VaultError(f"frontmatter has an impossible value: {exc}", path=path, line=1,
+                         hint="check dates (YYYY-MM-DD) and numbers in the frontmatter") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1  # +1 for the fence, +1 for 1-based lines

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -86,7 +87,9 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
         line = raw[: exc.start].count(b"\n") + 1
         raise VaultError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", path=rel_path,
                          line=line, hint="re-save the file as UTF-8") from exc
-    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    # NFC: an "Ü" typed in a link must match an "Ü" stored decomposed (as macOS file names are)
+    text = unicodedata.normalize("NFC", text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
+    rel_path = unicodedata.normalize("NFC", rel_path)
     meta, body, body_line = split_frontmatter(text, path=rel_path)
     meta = _json_safe(meta)
     warnings: list[str] = []
@@ -96,6 +99,9 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
         h1 = H1.search(body)
         title = h1.group(1).strip() if h1 else PurePosixPath(rel_path).stem
     note_id = str(meta["id"]).strip() if meta.get("id") not in (None, "") else path_note_id(rel_path)
+    if "#" in note_id or isinstance(meta.get("id"), list | dict):
+        raise VaultError(f"frontmatter id {meta.get('id')!r} is not a plain name", path=rel_path, line=2,
+                         hint="use letters, digits, '-' or '_' (no '#': chunk ids are '<id>#cNN')")
     note_type, warning = resolve_type(meta.get("type"), rel_path, types)
     if warning:
         warnings.append(warning)

@@ -32,12 +32,16 @@ class Issue:
 
 def iter_markdown_files(root: Path, exclude: list[str]) -> Iterator[Path]:
     """All *.md below root, sorted, skipping hidden folders/files and excluded globs."""
+    real_root = root.resolve()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         rel_dir = Path(dirpath).relative_to(root).as_posix()
         for name in sorted(filenames):
             if name.startswith(".") or not name.lower().endswith(".md"):
                 continue
+            if not (Path(dirpath) / name).resolve().is_relative_to(real_root):
+                log.warning("skipping %s: it links to a file outside the vault", Path(dirpath) / name)
+                continue  # a symlink to /etc/passwd must not end up in the index
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
             if any(fnmatch(rel, pattern) for pattern in exclude):
                 continue
@@ -66,6 +70,11 @@ def scan_vault(root: Path, types: TypesConfig) -> tuple[list[Note], list[Issue]]
             continue
         except OSError as exc:
             issues.append(Issue("error", path.relative_to(root).as_posix(), f"cannot read file: {exc}"))
+            continue
+        except Exception as exc:  # noqa: BLE001 - one unreadable note must never abort the import of the rest
+            log.exception("unexpected error reading %s", path)
+            issues.append(Issue("error", path.relative_to(root).as_posix(),
+                                f"cannot be read ({type(exc).__name__}: {exc}); please report this file"))
             continue
         if note.note_id in by_id:
             first = by_id[note.note_id]

@@ -1,0 +1,50 @@
+"""Hostile or broken input: each bad file becomes one report line, the rest imports, nothing escapes the vault."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+
+import pytest
+from helpers_vault import write_vault
+
+from mindnet.vault.scan import scan_vault
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("---\ntitle: feb\ncreated: 2024-02-30\n---\nbody\n", 1, "frontmatter has an impossible value"),
+        ("---\na: &a [*a]\n---\nbody\n", 2, "YAML aliases (*name) are not supported"),
+        ("---\nid: \"abc#c01\"\n---\nbody\n", 2, "frontmatter id 'abc#c01' is not a plain name"),
+        ("---\nid: [1, 2]\n---\nbody\n", 2, "frontmatter id [1, 2] is not a plain name"),
+        ("---\nx: '" + "a" * 70_000 + "'\n---\nbody\n", 1, "frontmatter is 70005 characters long"),
+    ],
+)
+def test_bad_frontmatter_is_one_report_line_and_the_rest_imports(tmp_path, types_config, text, line, message):
+    write_vault(tmp_path, {"bad.md": text, "good.md": "# Good\n\nfine"})
+    notes, issues = scan_vault(tmp_path, types_config)
+    assert [n.path for n in notes] == ["good.md"]
+    assert [(i.path, i.line) for i in issues] == [("bad.md", line)]
+    assert message in issues[0].message
+
+
+def test_a_symlink_to_a_file_outside_the_vault_is_not_read(tmp_path, types_config):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password")
+    vault = tmp_path / "vault"
+    write_vault(vault, {"good.md": "# Good\n\nfine"})
+    os.symlink(secret, vault / "outside.md")
+    notes, issues = scan_vault(vault, types_config)
+    assert [n.path for n in notes] == ["good.md"]
+
+
+def test_decomposed_unicode_is_normalised_so_links_resolve(tmp_path, types_config):
+    from mindnet.indexing.edges import LinkResolver
+    nfd = unicodedata.normalize("NFD", "Übersicht")
+    write_vault(tmp_path, {f"{nfd}.md": f"# {nfd}\n\ntext", "a.md": "# A\n\nsee [[Übersicht]]"})
+    notes, _ = scan_vault(tmp_path, types_config)
+    resolver = LinkResolver(notes)
+    target = next(n for n in notes if n.path != "a.md")
+    assert target.path == "Übersicht.md" and target.title == "Übersicht"
+    assert resolver.resolve("Übersicht") == target.note_id
