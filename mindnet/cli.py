@@ -112,7 +112,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         console.print_json(json.dumps(data))
     else:
         console.print(f"notes {data['notes']}, chunks {data['chunks']}, edges {data['edges']}")
-        for key in ("missing_collections", "dangling_edges", "orphan_chunks", "missing_chunks", "missing_indexes"):
+        for key in ("missing_collections", "dangling_edges", "orphan_chunks", "missing_chunks", "unlisted",
+                    "unfinished_notes", "missing_indexes"):
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")

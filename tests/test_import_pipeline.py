@@ -14,7 +14,7 @@ from llama_index.core import VectorStoreIndex
 from llama_index.embeddings.ollama import OllamaEmbedding
 from llama_index.vector_stores.qdrant import QdrantVectorStore
 
-from mindnet.errors import DimensionMismatchError, StoreLockedError
+from mindnet.errors import DimensionMismatchError, EmbeddingError, StoreLockedError, VaultError
 from mindnet.service import Mindnet
 from mindnet.store.client import open_local
 from mindnet.store.integrity import check_index, scroll_payloads
@@ -373,3 +373,78 @@ def test_one_bad_vector_in_a_shared_embedding_call_fails_only_its_note(tmp_path,
     report = make_app().ingest()
     assert (report.new, [i.path for i in report.skipped]) == (12, ["bad.md"])
     assert fake_ollama.count("/api/embed") < 12   # the good notes were embedded in shared calls
+
+
+# ------------------------------------------------------------------ crash-safety of the index itself
+
+
+def _sections(n: int) -> str:
+    return "# Big\n\n" + "\n\n".join(f"## Part {i}\n\n[[rel:depends_on T{i}]] words of part {i}" for i in range(n))
+
+
+def test_a_run_dying_before_the_note_record_leaves_nothing_stale_after_the_next_edit(
+    tmp_path, make_app, monkeypatch
+) -> None:
+    from mindnet.indexing import pipeline
+    targets = {f"T{i}.md": f"# T{i}\n\ntarget {i}" for i in range(6)}
+    write_vault(tmp_path / "vault", {"projects/big.md": _sections(2)} | targets)   # by_heading: a chunk a part
+    make_app().ingest()
+    write_vault(tmp_path / "vault", {"projects/big.md": _sections(5)})
+    original = pipeline.Importer._write_notes
+
+    def die_on_final_record(self, planned, pending=None):
+        if pending is None and any(p.note.path == "projects/big.md" for p in planned):
+            raise KeyboardInterrupt("killed between chunks and the note record")
+        return original(self, planned, pending)
+
+    monkeypatch.setattr(pipeline.Importer, "_write_notes", die_on_final_record)
+    with pytest.raises(KeyboardInterrupt):
+        make_app().ingest()
+    monkeypatch.setattr(pipeline.Importer, "_write_notes", original)
+    write_vault(tmp_path / "vault", {"projects/big.md": _sections(1)})
+    app = make_app()
+    report = app.ingest()
+    big = next(p["note_id"] for p in scroll_payloads(app.client, "t_notes", ["note_id", "path"])
+               if p["path"] == "projects/big.md")
+    assert report.changed == 1
+    assert [c for c in stored(app, "chunks", "chunk_id") if c.startswith(big + "#")] == [f"{big}#c01"]
+    edges = [e["kind"] for e in scroll_payloads(app.client, "t_edges", ["kind", "note_id"]) if e["note_id"] == big]
+    assert sorted(edges) == ["belongs_to", "depends_on"]
+    assert check_index(app.client, "t").broken is False
+
+
+def test_full_rebuild_with_the_backend_down_keeps_the_index(tmp_path, make_app, fake_ollama) -> None:
+    write_vault(tmp_path / "vault", {"a.md": "# A\n\nalpha", "b.md": "# B\n\nbeta"})
+    make_app().ingest()
+    fake_ollama.stop()
+    app = make_app()
+    with pytest.raises(EmbeddingError):
+        app.ingest(full=True)
+    assert stored(app, "notes", "path") == ["a.md", "b.md"]
+
+
+def test_an_empty_vault_does_not_wipe_the_index(tmp_path, make_app) -> None:
+    write_vault(tmp_path / "vault", {"a.md": "# A\n\nalpha"})
+    make_app().ingest()
+    (tmp_path / "empty").mkdir()
+    app = make_app()
+    with pytest.raises(VaultError, match="importing would delete them all"):
+        app.ingest(tmp_path / "empty")
+    assert stored(app, "notes", "path") == ["a.md"]
+    assert app.ingest(tmp_path / "empty", full=True).notes == 0
+
+
+def test_check_reports_an_import_stopped_mid_note(tmp_path, make_app, monkeypatch) -> None:
+    from mindnet.indexing import pipeline
+    write_vault(tmp_path / "vault", {"a.md": "# A\n\nalpha"})
+    make_app().ingest()
+    write_vault(tmp_path / "vault", {"a.md": "# A\n\nalpha changed"})
+    monkeypatch.setattr(pipeline.Importer, "_write_edges", lambda self, items: (_ for _ in ()).throw(KeyboardInterrupt))
+    app = make_app()
+    with pytest.raises(KeyboardInterrupt):
+        app.ingest()
+    report = check_index(app.client, "t")
+    assert (report.broken, len(report.unfinished_notes)) == (True, 1)
+    monkeypatch.undo()
+    make_app().ingest()
+    assert check_index(make_app().client, "t").broken is False

@@ -29,7 +29,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.backends import Embedder
-from mindnet.errors import EmbeddingError
+from mindnet.errors import EmbeddingError, VaultError
 from mindnet.indexing.edges import Edge, LinkResolver, derive_edges
 from mindnet.indexing.mentions import MentionIndex
 from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
@@ -171,9 +171,19 @@ class Importer:
             "embedding_model": self.embedder.key,
         }
 
-    def _write_notes(self, planned: list[PlannedNote]) -> None:
-        points = [qm.PointStruct(id=coll.point_id(p.note.note_id), vector={}, payload=self._note_payload(p))
-                  for p in planned]
+    def _write_notes(self, planned: list[PlannedNote], pending: dict[str, dict | None] | None = None) -> None:
+        """The note records; with `pending` (note id -> its stored record), unfinished records that list the
+        union of the stored and the new chunk and edge ids."""
+        def payload(p: PlannedNote) -> dict:
+            data = self._note_payload(p)
+            if pending is not None:
+                old = pending.get(p.note.note_id) or {}
+                data["fingerprint"] = "pending"
+                data["chunk_ids"] = sorted(set(data["chunk_ids"]) | set(old.get("chunk_ids", [])))
+                data["edge_ids"] = sorted(set(data["edge_ids"]) | set(old.get("edge_ids", [])))
+            return data
+
+        points = [qm.PointStruct(id=coll.point_id(p.note.note_id), vector={}, payload=payload(p)) for p in planned]
         if points:
             self.client.upsert(self.names["notes"], points=points)
 
@@ -216,6 +226,10 @@ class Importer:
                 raise res
             else:
                 ok.append((p, res))
+        # write-ahead: the note record first lists every chunk and edge this run may leave behind (old and
+        # new), marked unfinished; a run that dies before the final record leaves a note that looks changed,
+        # and the next run deletes exactly those listed ids that it does not write again
+        self._write_notes([p for p, _ in ok], pending={p.note.note_id: stored.get(p.note.note_id) for p, _ in ok})
         nodes = [_as_point_node(n, v) for p, vecs in ok for n, v in zip(p.nodes, vecs, strict=True)]
         if nodes:
             store.add(nodes)
@@ -247,17 +261,27 @@ class Importer:
         calls0, texts0 = self.embedder.calls, self.embedder.embedded
         report = ImportReport(vault=str(vault))
         planned = self.plan(vault, report)
+        dim: int | None = None
         if full:
+            # ask the backend first: a rebuild that cannot embed must not have dropped the index
+            start = time.perf_counter()
+            dim = await self.embedder.aprobe_dim()
+            report.seconds_embedding += time.perf_counter() - start
             coll.drop_all(self.client, self.prefix)
         complete = all(self.client.collection_exists(n) for n in self.names.values())
         stored = self.stored_notes() if complete else {}
+        if stored and not planned and not full:
+            raise VaultError(f"no notes found in {vault}, but the index holds {len(stored)} notes; importing "
+                             f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "
+                             f"index on purpose, run with --full", path=str(vault))
         changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
         if changed or not complete:
             # only a run that embeds asks the backend for its size (a no-change re-import never calls it);
             # a size differing from the chunks collection stops here, before anything is written
-            start = time.perf_counter()
-            dim = await self.embedder.aprobe_dim()
-            report.seconds_embedding += time.perf_counter() - start
+            if dim is None:
+                start = time.perf_counter()
+                dim = await self.embedder.aprobe_dim()
+                report.seconds_embedding += time.perf_counter() - start
             coll.ensure_collections(self.client, self.prefix, dim)
         coll.tune_local_storage(self.client, self.prefix)
         current = {p.note.note_id for p in planned}

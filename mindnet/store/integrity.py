@@ -24,18 +24,21 @@ class IntegrityReport:
     unresolved: list[dict] = field(default_factory=list)          # links to notes that do not exist (yet)
     orphan_chunks: list[str] = field(default_factory=list)        # chunks whose note is gone
     missing_chunks: list[str] = field(default_factory=list)       # chunks a note lists that are not stored
+    unlisted: list[str] = field(default_factory=list)             # chunks/edges their note does not list
+    unfinished_notes: list[str] = field(default_factory=list)     # an import stopped mid-note: run ingest
     missing_collections: list[str] = field(default_factory=list)
     missing_indexes: list[str] = field(default_factory=list)
 
     @property
     def broken(self) -> bool:
-        return bool(self.dangling_edges or self.orphan_chunks or self.missing_chunks
-                    or self.missing_collections or self.missing_indexes)
+        return bool(self.dangling_edges or self.orphan_chunks or self.missing_chunks or self.unlisted
+                    or self.unfinished_notes or self.missing_collections or self.missing_indexes)
 
     def as_dict(self) -> dict:
         return {"ok": not self.broken, "notes": self.notes, "chunks": self.chunks, "edges": self.edges,
                 "dangling_edges": self.dangling_edges, "unresolved": self.unresolved,
                 "orphan_chunks": self.orphan_chunks, "missing_chunks": self.missing_chunks,
+                "unlisted": self.unlisted, "unfinished_notes": self.unfinished_notes,
                 "missing_collections": self.missing_collections, "missing_indexes": self.missing_indexes}
 
 
@@ -45,19 +48,27 @@ def check_index(client: QdrantClient, prefix: str) -> IntegrityReport:
     report.missing_collections = [n for n in coll.values() if not client.collection_exists(n)]
     if report.missing_collections:
         return report
-    note_chunks: dict[str, list[str]] = {}
-    for p in scroll_payloads(client, coll["notes"], ["note_id", "chunk_ids"]):
-        note_chunks[p["note_id"]] = p.get("chunk_ids", [])
+    note_chunks: dict[str, set[str]] = {}
+    note_edges: dict[str, set[str]] = {}
+    for p in scroll_payloads(client, coll["notes"], ["note_id", "chunk_ids", "edge_ids", "fingerprint"]):
+        note_chunks[p["note_id"]] = set(p.get("chunk_ids", []))
+        note_edges[p["note_id"]] = set(p.get("edge_ids", []))
+        if p.get("fingerprint") == "pending":
+            report.unfinished_notes.append(p["note_id"])
     chunk_ids: set[str] = set()
     for p in scroll_payloads(client, coll["chunks"], ["chunk_id", "note_id"]):
         chunk_ids.add(p["chunk_id"])
         if p.get("note_id") not in note_chunks:
             report.orphan_chunks.append(p["chunk_id"])
+        elif p["chunk_id"] not in note_chunks[p["note_id"]]:
+            report.unlisted.append(p["chunk_id"])
     report.notes, report.chunks = len(note_chunks), len(chunk_ids)
     report.missing_chunks = sorted(c for ids in note_chunks.values() for c in ids if c not in chunk_ids)
     known = chunk_ids | set(note_chunks)
     for e in scroll_payloads(client, coll["edges"]):
         report.edges += 1
+        if e.get("note_id") in note_edges and e["edge_id"] not in note_edges[e["note_id"]]:
+            report.unlisted.append(e["edge_id"])
         if not e.get("resolved", True):
             report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"]})
         elif e["source_id"] not in known or e["target_id"] not in known:
