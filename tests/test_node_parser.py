@@ -119,3 +119,13 @@ def test_parser_runs_in_a_plain_llamaindex_pipeline_into_a_vector_index(parser, 
     hits = index.as_retriever(similarity_top_k=1).retrieve("Vektordatenbank Rust Payload")
     assert [h.node.node_id for h in hits] == [f"{nodes[2].metadata['note_id']}#c01"]
     assert fake_ollama.count("/api/embed") >= 1
+
+
+def test_embedding_input_is_capped_for_pathological_chunks(types_config) -> None:
+    from llama_index.core import Document
+
+    from mindnet.indexing.node_parser import EMBED_MAX_CHARS, MarkdownNoteParser, embedding_input
+    blob = "A" * 100_000   # a pasted base64 image: one "word", so no chunk boundary can cut it
+    nodes = MarkdownNoteParser.from_config(types_config).get_nodes_from_documents(
+        [Document(text=f"# Img\n\n{blob}", metadata={"path": "img.md"})])
+    assert max(len(embedding_input(n)) for n in nodes) == EMBED_MAX_CHARS

@@ -85,3 +85,15 @@ def test_sparse_text_is_the_keywords_when_given(keywords: list[str], sparse: str
 def test_per_note_aggregation_comes_from_the_request_else_the_config(enabled, method, requested, expected) -> None:
     cfg = config(**{"aggregation": {"enabled": enabled, "method": method}})
     assert QueryRequest(query="q", aggregate=requested).resolved(cfg, set(BUILTIN_EDGE_KINDS)).aggregate == expected
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [({"query": "x" * 2001}, "query"), ({"query": "q", "variants": ["a"] * 11}, "variants"),
+     ({"query": "q", "hyde": ["x" * 2001]}, "hyde.0"), ({"query": "q", "search_text": "x" * 2001}, "search_text")],
+)
+def test_oversized_requests_are_refused_naming_the_field(fields: dict, field: str) -> None:
+    with pytest.raises(QueryError) as info:
+        QueryRequest.build(**fields)
+    assert info.value.field == field
+    assert len(str(info.value)) < 200

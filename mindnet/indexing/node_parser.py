@@ -32,10 +32,13 @@ def chunk_id(note_id: str, index: int) -> str:
     return f"{note_id}#c{index:02d}"
 
 
+EMBED_MAX_CHARS = 4000   # beyond what the models read (e5: 512 tokens); a pasted base64 blob costs minutes
+
+
 def embedding_input(node: BaseNode) -> str:
-    """What gets embedded for a chunk: the note title and the chunk's window (text with overlap)."""
+    """What gets embedded for a chunk: the note title and the chunk's window (text with overlap), capped."""
     meta = node.metadata
-    return f"{meta.get('title', '')}\n\n{meta.get('window') or node.get_content()}".strip()
+    return f"{meta.get('title', '')}\n\n{meta.get('window') or node.get_content()}".strip()[:EMBED_MAX_CHARS]
 
 
 class MarkdownNoteParser(NodeParser):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mindnet.errors import QueryError
 from mindnet.settings import RetrieverConfig
 
+Text = Annotated[str, Field(max_length=2000)]
 BUILTIN_EDGE_KINDS = frozenset({"references", "depends_on", "related_to", "mentions", "supports", "contradicts",
                                 "part_of", "blocks", "inspired_by", "belongs_to", "next", "prev"})
 
@@ -37,11 +38,11 @@ class QueryRequest(BaseModel):
     phrasings (dense + sparse), `hyde` hypothetical answers (dense only), `keywords` the sparse query."""
 
     model_config = ConfigDict(extra="forbid")
-    query: str
-    search_text: str | None = None
-    variants: list[str] = Field(default_factory=list)
-    hyde: list[str] = Field(default_factory=list)
-    keywords: list[str] = Field(default_factory=list)
+    query: str = Field(max_length=2000)
+    search_text: Text | None = None
+    variants: list[Text] = Field(default_factory=list, max_length=10)
+    hyde: list[Text] = Field(default_factory=list, max_length=10)
+    keywords: list[Text] = Field(default_factory=list, max_length=50)
     mode: Literal["semantic", "hybrid"] | None = None
     top_k: int | None = None
     expand: ExpandRequest | None = None
@@ -64,7 +65,9 @@ class QueryRequest(BaseModel):
             return cls.model_validate(fields)
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise QueryError(f"{first['msg']} (got {first.get('input')!r})",
+            got = repr(first.get("input"))
+            got = got if len(got) <= 80 else got[:77] + "..."
+            raise QueryError(f"{first['msg']} (got {got})",
                              field=".".join(str(p) for p in first["loc"]) or "request") from exc
 
     def texts(self) -> list[str]:
