@@ -164,3 +164,13 @@ def test_configured_aggregation_returns_note_level_results() -> None:
     retriever = make_retriever(notes, cfg=config(**{"aggregation": {"enabled": True, "method": "sum"}}))
     result = retriever.search(QueryRequest(query="q", mode="semantic"))
     assert [(h.note_id, round(h.score, 3)) for h in result.notes] == [("a", 1.7), ("b", 0.85)]
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_path_prefix_finds_a_folder_note_below_many_better_matches(mode: str) -> None:
+    # 60 closer notes elsewhere fill the whole candidate pool; the folder's only note must still be found
+    others = [NoteSpec(f"o{i:02d}", [at_cos(0.9)], path=f"other/o{i:02d}.md") for i in range(60)]
+    target = NoteSpec("p1", [at_cos(0.2)], path="projects/p1.md")
+    result = make_retriever([*others, target]).search(
+        QueryRequest(query="q", mode=mode, top_k=5, filters={"path_prefix": "projects"}))
+    assert note_order(result.nodes) == ["p1"]

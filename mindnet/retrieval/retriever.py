@@ -165,6 +165,10 @@ class MindnetRetriever(BaseRetriever):
         flt = self._filter(q)
         lex = self._lexical()
         mask = lex.mask(q.request.filters) if lex is not None else None
+        if lex is not None and q.request.filters.path_prefix:
+            # Qdrant cannot match a path prefix; the mirror knows which chunks lie in the folder
+            allowed = [lex.point_ids[i] for i in np.flatnonzero(mask)] if mask is not None else []
+            flt = qm.Filter(must=[*((flt.must or []) if flt else []), qm.HasIdCondition(has_id=allowed)])
         widen = 4 if q.request.filters.path_prefix and lex is None else 1   # server: path filtered afterwards
         pool = max(q.top_k * 3, 30)
         # with one dense query its own cosine is the dense score; vectors are fetched only for several queries
