@@ -22,6 +22,7 @@ from mindnet.errors import (
     DimensionMismatchError,
     DraftError,
     EmptyIndexError,
+    ImportRunningError,
     LLMUnavailableError,
     MindnetError,
     QueryError,
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
-    EmptyIndexError: 409,
+    EmptyIndexError: 409, ImportRunningError: 409,
 }
 
 

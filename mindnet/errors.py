@@ -8,7 +8,8 @@
     ├── StoreError           Qdrant cannot be opened or used
     │   ├── StoreLockedError another process holds the local Qdrant folder
     │   ├── DimensionMismatchError  collection built with another embedding size
-    │   └── EmptyIndexError  nothing imported yet
+    │   ├── EmptyIndexError  nothing imported yet
+    │   └── ImportRunningError  an import is already running in this process
     ├── QueryError           a retrieval request is invalid (names the field)
     └── LLMUnavailableError  Ollama is unreachable or the model is missing
 
@@ -62,6 +63,10 @@ class DimensionMismatchError(StoreError):
 
 
 class EmptyIndexError(StoreError):
+    pass
+
+
+class ImportRunningError(StoreError):
     pass
 
 

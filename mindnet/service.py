@@ -5,6 +5,7 @@ folder once and serves import, query and chat from it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from functools import cached_property
@@ -15,6 +16,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from qdrant_client import QdrantClient
 
 from mindnet.backends import Embedder, EmbeddingCache, embedding_key, make_embedding
+from mindnet.errors import ImportRunningError
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
 from mindnet.logs import FlywheelLogs
 from mindnet.retrieval.query import QueryRequest
@@ -36,7 +38,10 @@ class Mindnet:
         self.settings = settings
         self._client = client
         self._embed_model = embed_model
-        self.import_lock = threading.Lock()   # one import at a time per process
+        # local Qdrant is one client per process: imports and searches take turns on it (a search during an
+        # import waits for it, instead of meeting half-written or dropped collections)
+        self.index_lock = threading.Lock()
+        self._importing = False
 
     @classmethod
     def from_env(cls, **overrides: object) -> Mindnet:
@@ -69,7 +74,7 @@ class Mindnet:
             from mindnet.backends import make_llm
             reranker = LLMRerank(llm=make_llm(self.settings), top_n=self.settings.retriever.rerank.limit)
         return MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
-                                              reranker=reranker)
+                                              reranker=reranker, lock=self.index_lock)
 
     @cached_property
     def logs(self) -> FlywheelLogs:
@@ -94,7 +99,7 @@ class Mindnet:
 
     def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
                ) -> ImportReport:
-        with self.import_lock:
+        with self.index_lock:
             try:
                 return self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress)
             finally:
@@ -102,15 +107,14 @@ class Mindnet:
 
     async def aingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
                       ) -> ImportReport:
-        # the lock is a threading lock: hold it in a worker thread-free way by running the import inline
-        if not self.import_lock.acquire(blocking=False):
-            from mindnet.errors import StoreError
-            raise StoreError("an import is already running in this process; wait for it to finish")
+        """The import in a worker thread, so a server keeps answering (searches wait for the index)."""
+        if self._importing:
+            raise ImportRunningError("an import is already running in this process; wait for it to finish")
+        self._importing = True
         try:
-            return await self.importer.arun(Path(vault or self.settings.vault_root), full=full, progress=progress)
+            return await asyncio.to_thread(self.ingest, vault, full=full, progress=progress)
         finally:
-            self._after_import()
-            self.import_lock.release()
+            self._importing = False
 
     def _after_import(self) -> None:
         if "retriever" in self.__dict__:

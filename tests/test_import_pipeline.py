@@ -448,3 +448,29 @@ def test_check_reports_an_import_stopped_mid_note(tmp_path, make_app, monkeypatc
     monkeypatch.undo()
     make_app().ingest()
     assert check_index(make_app().client, "t").broken is False
+
+
+def test_searches_during_a_full_rebuild_wait_for_it_instead_of_failing(sample, make_app) -> None:
+    import threading
+
+    from mindnet.retrieval.query import QueryRequest
+    app = make_app()
+    app.ingest()
+    errors: list[BaseException] = []
+    hits: list[int] = []
+
+    def search_repeatedly() -> None:
+        for _ in range(15):
+            try:
+                hits.append(len(app.retriever.search(QueryRequest(query="Qdrant Entscheidung", top_k=3)).nodes))
+            except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+                errors.append(exc)
+
+    searchers = [threading.Thread(target=search_repeatedly) for _ in range(3)]
+    rebuild = threading.Thread(target=lambda: app.ingest(full=True))
+    for t in [*searchers[:2], rebuild, searchers[2]]:
+        t.start()
+    for t in [*searchers, rebuild]:
+        t.join()
+    assert errors == []
+    assert hits == [3] * 45

@@ -71,7 +71,8 @@ class MindnetRetriever(BaseRetriever):
     def __init__(self, *, client: QdrantClient, embed_model: BaseEmbedding, config: RetrieverConfig,
                  prefix: str = "mindnet", known_edge_kinds: set[str] | None = None,
                  reranker: BaseNodePostprocessor | None = None, sparse: SparseEncoder | None = None,
-                 defaults: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                 defaults: dict[str, Any] | None = None, lock: threading.Lock | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.client = client
         self.embed_model = embed_model
@@ -83,7 +84,8 @@ class MindnetRetriever(BaseRetriever):
         self.sparse = sparse or SparseEncoder()
         self.defaults = defaults or {}       # QueryRequest fields used by plain `retrieve(str)` calls
         self.scorer = MindnetScorer.from_config(config, client=client, prefix=prefix, depth=0)
-        self._lock = threading.Lock()        # local Qdrant is one client: serialise its use across threads
+        # local Qdrant is one client: serialise its use across threads (and with imports, when shared)
+        self._lock = lock or threading.Lock()
         self._edge_index: EdgeIndex | None = None
         self._lexical_index: LexicalIndex | None = None
         self._titles: dict[str, str] = {}
