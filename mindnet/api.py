@@ -20,6 +20,7 @@ from mindnet.chat.engine import ChatEvent, ChatRequest, ChatResponse
 from mindnet.errors import (
     ConfigError,
     DimensionMismatchError,
+    DraftConflictError,
     DraftError,
     EmptyIndexError,
     ImportRunningError,
@@ -146,7 +147,7 @@ def _add_chat_routes(app: FastAPI) -> None:
             return await app.state.mindnet.asave_draft(request.markdown, request.note_type,
                                                       overwrite=request.overwrite)
         except DraftError as exc:
-            status = 409 if isinstance(exc.__cause__, FileExistsError) else 422
+            status = 409 if isinstance(exc, DraftConflictError) else 422
             return JSONResponse(status_code=status, content={"error": "DraftError", "detail": str(exc),
                                                              "path": exc.path})
 

@@ -3,7 +3,8 @@
     MindnetError
     ├── ConfigError          a YAML file or a setting is wrong (names file and key)
     ├── VaultError           a note cannot be read or parsed (names file and line)
-    │   └── DraftError       an interview draft cannot be saved (path, existing file)
+    │   └── DraftError       an interview draft cannot be saved (path, size, traversal)
+    │       └── DraftConflictError  the file or the id already belongs to another note
     ├── EmbeddingError       the embedding backend failed or returned a bad vector
     ├── StoreError           Qdrant cannot be opened or used
     │   ├── StoreLockedError another process holds the local Qdrant folder
@@ -43,6 +44,10 @@ class VaultError(MindnetError):
 
 
 class DraftError(VaultError):
+    pass
+
+
+class DraftConflictError(DraftError):
     pass
 
 

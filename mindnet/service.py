@@ -24,6 +24,7 @@ from mindnet.retrieval.results import hit_dict, result_dict
 from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 from mindnet.settings import Settings
 from mindnet.store.client import open_client
+from mindnet.store.collections import point_id
 
 if TYPE_CHECKING:
     from mindnet.chat.engine import ChatEngine
@@ -143,7 +144,35 @@ class Mindnet:
             raise DraftError("the draft is empty", hint="write the note's text before saving it")
         draft = normalize_meta_and_body(markdown, note_type=note_type, schema=schemas[note_type])
         spec = self.settings.types.types.get(note_type)
-        return draft, spec.folder if spec else None
+        folder = spec.folder if spec else None
+        self._check_id_free(draft, folder)
+        return draft, folder
+
+    def _check_id_free(self, draft: NoteDraft, folder: str | None) -> None:
+        """A draft must not take the id of another note: the import would keep only one of the two."""
+        from mindnet.chat.drafts import draft_filename
+        from mindnet.errors import DraftConflictError
+        from mindnet.store.collections import names
+        notes = names(self.settings.collection_prefix)["notes"]
+        with self.index_lock:
+            if not self.client.collection_exists(notes):
+                return
+            owners = self.client.retrieve(notes, ids=[point_id(draft.note_id)], with_payload=["path"])
+        own_path = "/".join(p for p in (folder, draft_filename(draft.title, fallback=draft.note_id)) if p)
+        if owners and owners[0].payload.get("path") != own_path:
+            raise DraftConflictError(f"the id {draft.note_id!r} is already used by {owners[0].payload.get('path')}",
+                             hint="remove the 'id:' line (a fresh id is made) or choose another id")
+
+    def _import_saved(self, draft: NoteDraft, path: Path, report: ImportReport) -> dict:
+        """The saved note must be in the index; a draft the import skipped is reported, not hidden."""
+        from mindnet.errors import DraftError
+        root = Path(self.settings.vault_root).resolve()
+        rel = path.relative_to(root).as_posix()
+        problem = next((i for i in report.skipped if i.path == rel), None)
+        if problem is not None:
+            raise DraftError(f"saved, but the import skipped it: {problem.message}", path=rel,
+                             hint="fix the note in the vault; it is imported on the next run")
+        return self._draft_saved(draft, path, report)
 
     def _draft_saved(self, draft: NoteDraft, path: Path, report: ImportReport) -> dict:
         root = Path(self.settings.vault_root).resolve()
@@ -155,14 +184,16 @@ class Mindnet:
         import it at once so it is searchable; raises DraftError when it cannot be saved."""
         from mindnet.chat.drafts import save_draft
         draft, folder = self._draft_target(markdown, note_type)
-        path = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite)
-        return self._draft_saved(draft, path, self.ingest())
+        path = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite,
+                          max_bytes=self.settings.types.max_file_bytes)
+        return self._import_saved(draft, path, self.ingest())
 
     async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False) -> dict:
         from mindnet.chat.drafts import save_draft
         draft, folder = self._draft_target(markdown, note_type)
-        path = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite)
-        return self._draft_saved(draft, path, await self.aingest())
+        path = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite,
+                          max_bytes=self.settings.types.max_file_bytes)
+        return self._import_saved(draft, path, await self.aingest())
 
     def close(self) -> None:
         if "client" in self.__dict__:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -100,3 +101,19 @@ def test_feedback_report_prints_per_strategy_summary(client, fake_ollama, mindne
     assert main(["feedback-report", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["by_strategy"] == {"FACT": {"count": 1, "mean_score": 5.0}}
+
+
+def test_a_draft_taking_another_notes_id_is_a_409(client, mindnet):
+    taken = next(iter(mindnet.importer.stored_notes()))
+    body = {"markdown": f"---\ntitle: Hijack\nid: {taken}\n---\n\n## Kontext\n\ntext", "note_type": "decision"}
+    response = client.post("/drafts", json=body)
+    assert response.status_code == 409
+    assert f"the id '{taken}' is already used by" in response.json()["detail"]
+
+
+def test_a_draft_over_the_size_limit_is_refused_before_writing(client, mindnet):
+    body = {"markdown": "---\ntitle: Huge\n---\n\n" + "x " * 1_500_000, "note_type": "decision"}
+    response = client.post("/drafts", json=body)
+    assert response.status_code == 422
+    assert "over the import's limit" in response.json()["detail"]
+    assert not any(p.name.startswith("Huge") for p in Path(mindnet.settings.vault_root).rglob("*.md"))

@@ -149,3 +149,16 @@ def test_saving_twice_is_rejected(vault: Path) -> None:
     save_draft(draft(), vault_root=vault, folder=None)
     with pytest.raises(DraftError, match="already exists"):
         save_draft(draft(), vault_root=vault, folder=None)
+
+
+def test_overwriting_keeps_the_notes_file_mode(tmp_path):
+    import os
+
+    from mindnet.chat.drafts import save_draft
+    from mindnet.chat.sanitizer import normalize_meta_and_body
+    from mindnet.settings import InterviewSchema
+    draft = normalize_meta_and_body("---\ntitle: Keep Mode\n---\nbody", note_type="decision", schema=InterviewSchema())
+    path = save_draft(draft, vault_root=tmp_path, folder="decisions")
+    os.chmod(path, 0o644)
+    save_draft(draft, vault_root=tmp_path, folder="decisions", overwrite=True)
+    assert path.stat().st_mode & 0o777 == 0o644

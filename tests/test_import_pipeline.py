@@ -474,3 +474,13 @@ def test_searches_during_a_full_rebuild_wait_for_it_instead_of_failing(sample, m
         t.join()
     assert errors == []
     assert hits == [3] * 45
+
+
+def test_a_copied_note_with_the_same_id_does_not_push_the_indexed_one_out(tmp_path, make_app) -> None:
+    write_vault(tmp_path / "vault", {"zzz/victim.md": "---\nid: victim-1\n---\n# Victim\n\npurple elephants"})
+    make_app().ingest()
+    write_vault(tmp_path / "vault", {"aaa/copy.md": "---\nid: victim-1\n---\n# Copy\n\nsomething else"})
+    app = make_app()
+    report = app.ingest()
+    assert [(i.path, "already used by zzz/victim.md" in i.message) for i in report.skipped] == [("aaa/copy.md", True)]
+    assert stored(app, "notes", "path") == ["zzz/victim.md"]

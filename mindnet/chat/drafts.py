@@ -10,7 +10,7 @@ import unicodedata
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from mindnet.chat.sanitizer import NoteDraft
-from mindnet.errors import DraftError
+from mindnet.errors import DraftConflictError, DraftError
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +48,10 @@ def draft_filename(title: str, fallback: str) -> str:
     return f"{name}.md"
 
 
-def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwrite: bool = False) -> Path:
-    """Write `draft` to vault_root/folder/<title>.md and return the path; raises DraftError when unsafe."""
+def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwrite: bool = False,
+               max_bytes: int | None = None) -> Path:
+    """Write `draft` to vault_root/folder/<title>.md and return the path; raises DraftError when unsafe
+    (or larger than `max_bytes`, the import's own file limit)."""
     root = Path(vault_root)
     if not root.is_dir():
         raise DraftError("vault folder does not exist", path=str(root),
@@ -73,6 +75,9 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
         raise DraftError("a symlink is in the way of the draft", path=str(path),
                          hint="remove the symlink or rename the note")
     content = draft.to_markdown().encode("utf-8")
+    if max_bytes is not None and len(content) > max_bytes:
+        raise DraftError(f"the draft is {len(content)} bytes, over the import's limit of {max_bytes}",
+                         path=str(path), hint="shorten the note (or raise max_file_bytes in types.yaml)")
     if overwrite:
         _replace_atomically(path, content)
     else:
@@ -80,7 +85,7 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
             with open(path, "xb") as fh:  # exclusive create: no check-then-write race
                 fh.write(content)
         except FileExistsError as exc:
-            raise DraftError("a note with this file name already exists", path=str(path),
+            raise DraftConflictError("a note with this file name already exists", path=str(path),
                              hint="pass overwrite=True to replace it, or change the note's title") from exc
     logger.info("saved draft %s (%s) to %s", draft.note_id, draft.note_type, path)
     return path
@@ -99,7 +104,16 @@ def _replace_atomically(path: Path, content: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(content)
+        # mkstemp creates 0600; keep the replaced note's mode (or the umask's default for a new file)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current

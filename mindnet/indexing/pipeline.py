@@ -88,10 +88,10 @@ def _as_point_node(node: TextNode, embedding: list[float]) -> TextNode:
 
 
 def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_key: str = "",
-               parser: MarkdownNoteParser | None = None) -> list[PlannedNote]:
+               parser: MarkdownNoteParser | None = None, owners: dict[str, str] | None = None) -> list[PlannedNote]:
     """Read, chunk and link the whole vault without touching Qdrant or an embedding model."""
     parser = parser or MarkdownNoteParser.from_config(types)
-    notes, issues = scan_vault(vault, types)
+    notes, issues = scan_vault(vault, types, owners=owners)
     report.issues.extend(issues)
     resolver = LinkResolver(notes)
     planned = []
@@ -133,8 +133,8 @@ class Importer:
         self.parser = MarkdownNoteParser.from_config(types)
         self.concurrency = concurrency
 
-    def plan(self, vault: Path, report: ImportReport) -> list[PlannedNote]:
-        return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser)
+    def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None) -> list[PlannedNote]:
+        return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners)
 
     # ------------------------------------------------------------------ reading the index
 
@@ -260,7 +260,9 @@ class Importer:
         started = time.perf_counter()
         calls0, texts0 = self.embedder.calls, self.embedder.embedded
         report = ImportReport(vault=str(vault))
-        planned = self.plan(vault, report)
+        indexed = all(self.client.collection_exists(n) for n in self.names.values())
+        before = self.stored_notes() if indexed else {}
+        planned = self.plan(vault, report, owners={nid: old.get("path", "") for nid, old in before.items()})
         dim: int | None = None
         if full:
             # ask the backend first: a rebuild that cannot embed must not have dropped the index
@@ -269,7 +271,7 @@ class Importer:
             report.seconds_embedding += time.perf_counter() - start
             coll.drop_all(self.client, self.prefix)
         complete = all(self.client.collection_exists(n) for n in self.names.values())
-        stored = self.stored_notes() if complete else {}
+        stored = before if complete else {}
         if stored and not planned and not full:
             raise VaultError(f"no notes found in {vault}, but the index holds {len(stored)} notes; importing "
                              f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "

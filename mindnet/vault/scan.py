@@ -54,8 +54,12 @@ def _issue_from(exc: VaultError, level: str = "error") -> Issue:
     return Issue(level, exc.path or "", msg.removeprefix(prefix), exc.line)
 
 
-def scan_vault(root: Path, types: TypesConfig) -> tuple[list[Note], list[Issue]]:
-    """Read the whole vault. Returns the good notes and one issue per problem (unreadable file, duplicate id)."""
+def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None = None
+               ) -> tuple[list[Note], list[Issue]]:
+    """Read the whole vault. Returns the good notes and one issue per problem (unreadable file, duplicate id).
+
+    Of two files with the same id, the one `owners` (note id -> path, from the index) already holds keeps it,
+    so a copied note cannot push the indexed one out; without an owner the first by path keeps it."""
     if not root.is_dir():
         raise VaultError("vault folder does not exist", path=str(root),
                          hint="pass the vault path or set MINDNET_VAULT_ROOT")
@@ -77,10 +81,14 @@ def scan_vault(root: Path, types: TypesConfig) -> tuple[list[Note], list[Issue]]
                                 f"cannot be read ({type(exc).__name__}: {exc}); please report this file"))
             continue
         if note.note_id in by_id:
-            first = by_id[note.note_id]
+            kept, skipped = by_id[note.note_id], note
+            if (owners or {}).get(note.note_id) == note.path:
+                kept, skipped = note, kept
+                notes[notes.index(skipped)] = kept
+                by_id[note.note_id] = kept
             issues.append(Issue(
-                "error", note.path,
-                f"duplicate id '{note.note_id}' (already used by {first.path}); this file was skipped "
+                "error", skipped.path,
+                f"duplicate id '{note.note_id}' (already used by {kept.path}); this file was skipped "
                 f"(fix: give one of them another 'id' in its frontmatter)", 1))
             continue
         by_id[note.note_id] = note
