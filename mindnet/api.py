@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from mindnet.chat.engine import ChatEvent, ChatRequest, ChatResponse
 from mindnet.errors import (
@@ -67,8 +67,10 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"field": ".".join(str(p) for p in e["loc"] if p != "body"), "message": e["msg"]}
-                  for e in exc.errors()]
+        def field(e: dict) -> str:   # a JSON syntax error's location is a byte offset, not a field
+            return "body" if e["type"] == "json_invalid" else ".".join(str(p) for p in e["loc"] if p != "body")
+
+        errors = [{"field": field(e), "message": e["msg"]} for e in exc.errors()]
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return JSONResponse(status_code=422, content={"error": "invalid request", "detail": detail,
                                                       "errors": errors})
@@ -102,10 +104,10 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
 
 class FeedbackRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query_id: str
-    node_id: str = "generated_answer"
-    score: int
-    comment: str | None = None
+    query_id: str = Field(max_length=100)
+    node_id: str = Field("generated_answer", max_length=300)
+    score: StrictInt                                   # true/1.0 are not scores
+    comment: str | None = Field(None, max_length=4000)
 
 
 class DraftRequest(BaseModel):

@@ -90,3 +90,15 @@ def test_every_query_is_logged_with_its_hits(api: TestClient, tmp_path: Path) ->
     assert [h["node_id"] for h in records[0]["hits"]] == ["a#c01", "b#c01"]
     assert records[0]["hits"][0]["breakdown"] == first["hits"][0]["score_breakdown"]
     assert records[0]["hits"][0]["score"] == first["hits"][0]["score"]
+
+
+def test_malformed_json_names_the_body_not_a_byte_offset(api: TestClient) -> None:
+    response = api.post("/query", content=b'{"query": "x",,}', headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "body"
+
+
+def test_a_boolean_is_not_a_top_k(api: TestClient) -> None:
+    response = api.post("/query", json={"query": "x", "top_k": True})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "top_k"

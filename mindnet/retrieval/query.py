@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from mindnet.errors import QueryError
 from mindnet.settings import RetrieverConfig
@@ -44,7 +44,7 @@ class QueryRequest(BaseModel):
     hyde: list[Text] = Field(default_factory=list, max_length=10)
     keywords: list[Text] = Field(default_factory=list, max_length=50)
     mode: Literal["semantic", "hybrid"] | None = None
-    top_k: int | None = None
+    top_k: StrictInt | None = None
     expand: ExpandRequest | None = None
     filters: Filters = Field(default_factory=Filters)
     explain: bool = True

@@ -330,7 +330,9 @@ class MindnetRetriever(BaseRetriever):
                           sparse_queries: list[qm.SparseVector], lexical_max: list[float]) -> list[Candidate]:
         """The best chunk of every note reached only through the graph, scored against the query."""
         have = {c.payload.get("note_id") for c in cands.values()}
-        new_notes = sorted(subgraph.notes - have)[: self.config.expand.max_nodes]
+        # past the cap, the notes most central to the hits come first
+        new_notes = sorted(subgraph.notes - have, key=lambda n: (-subgraph.centrality_bonus(n), n))[
+            : self.config.expand.max_nodes]
         if not new_notes:
             return []
         lex = self._lexical()
