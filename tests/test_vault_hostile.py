@@ -48,3 +48,16 @@ def test_decomposed_unicode_is_normalised_so_links_resolve(tmp_path, types_confi
     target = next(n for n in notes if n.path != "a.md")
     assert target.path == "Übersicht.md" and target.title == "Übersicht"
     assert resolver.resolve("Übersicht") == target.note_id
+
+
+def test_tags_are_case_insensitive_like_obsidian(tmp_path, types_config):
+    write_vault(tmp_path, {"a.md": "---\ntags: ML, Work, '#ml'\n---\n# A\n\ntext #Python and #python"})
+    notes, _ = scan_vault(tmp_path, types_config)
+    assert notes[0].tags == ["ml", "work", "python"]
+
+
+@pytest.mark.parametrize("tag", ["ML", "#ml", " Ml "])
+def test_tag_and_type_filters_match_any_spelling(tag):
+    from mindnet.retrieval.query import QueryRequest
+    request = QueryRequest(query="q", filters={"tags": [tag], "types": ["Project"]})
+    assert (request.filters.tags, request.filters.types) == (["ml"], ["project"])

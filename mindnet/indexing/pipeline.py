@@ -41,7 +41,7 @@ from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue, scan_vault
 
 log = logging.getLogger(__name__)
-PIPELINE_VERSION = "1"      # bump when chunking or payloads change shape: every note is rebuilt
+PIPELINE_VERSION = "2"      # bump when chunking or payloads change shape: every note is rebuilt
 BATCH_NOTES = 64            # notes embedded together (in `concurrency` calls), then written together
 Progress = Callable[[int, int, str], None]
 

@@ -28,6 +28,12 @@ class Filters(BaseModel):
     note_ids: list[str] = Field(default_factory=list)
     path_prefix: str | None = None
 
+    @field_validator("types", "tags")
+    @classmethod
+    def _lower(cls, values: list[str]) -> list[str]:
+        """Types and tags are stored in lower case (tags without '#'), so filters match either spelling."""
+        return [v.strip().lstrip("#").lower() for v in values if v.strip().lstrip("#")]
+
     @property
     def empty(self) -> bool:
         return not (self.types or self.tags or self.note_ids or self.path_prefix)

@@ -105,8 +105,9 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
     note_type, warning = resolve_type(meta.get("type"), rel_path, types)
     if warning:
         warnings.append(warning)
-    tags = [t.lstrip("#") for t in as_string_list(meta.get("tags"))]
-    tags += [t for t in extract_tags(body) if t not in tags]
+    # tags are case-insensitive, as in Obsidian: #ML and #ml are one tag (and one filter value)
+    tags = list(dict.fromkeys(t.lstrip("#").lower() for t in as_string_list(meta.get("tags")) if t.lstrip("#")))
+    tags += [t.lower() for t in extract_tags(body) if t.lower() not in tags]
     return Note(
         note_id=note_id, path=rel_path, title=title, type=note_type,
         aliases=as_string_list(meta.get("aliases") or meta.get("alias")), tags=tags, frontmatter=meta,
