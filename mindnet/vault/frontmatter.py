@@ -72,7 +72,7 @@ def as_string_list(value: Any) -> list[str]:
     for item in items:
         if item is None:
             continue
-        s = str(item).strip()
+        s = str(item).strip().strip("'\"").strip()   # "a, 'b'" written as one string keeps its quotes
         if s and s not in out:
             out.append(s)
     return out

@@ -106,8 +106,8 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
     if warning:
         warnings.append(warning)
     # tags are case-insensitive, as in Obsidian: #ML and #ml are one tag (and one filter value)
-    tags = list(dict.fromkeys(t.lstrip("#").lower() for t in as_string_list(meta.get("tags")) if t.lstrip("#")))
-    tags += [t.lower() for t in extract_tags(body) if t.lower() not in tags]
+    written = [t.lstrip("#").lower() for t in as_string_list(meta.get("tags"))]
+    tags = list(dict.fromkeys([t for t in written if t] + [t.lower() for t in extract_tags(body)]))
     return Note(
         note_id=note_id, path=rel_path, title=title, type=note_type,
         aliases=as_string_list(meta.get("aliases") or meta.get("alias")), tags=tags, frontmatter=meta,
