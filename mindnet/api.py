@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from mindnet.chat.engine import ChatEvent, ChatRequest, ChatResponse
 from mindnet.errors import (
@@ -24,8 +24,10 @@ from mindnet.errors import (
     DraftError,
     EmptyIndexError,
     ImportRunningError,
+    InputTooLargeError,
     LLMUnavailableError,
     MindnetError,
+    NoteNotFoundError,
     QueryError,
     StoreLockedError,
 )
@@ -37,7 +39,7 @@ log = logging.getLogger(__name__)
 
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
-    EmptyIndexError: 409, ImportRunningError: 409,
+    EmptyIndexError: 409, ImportRunningError: 409, InputTooLargeError: 413, NoteNotFoundError: 404,
 }
 
 
@@ -93,6 +95,7 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
         return report.as_dict()
 
     _add_chat_routes(app)
+    _add_analyze_routes(app)
     if ui:
         from mindnet.ui.mount import mount_ui
         mount_ui(app, app.state.mindnet, path="/ui")
@@ -153,3 +156,27 @@ def _add_chat_routes(app: FastAPI) -> None:
             return JSONResponse(status_code=status, content={"error": "DraftError", "detail": str(exc),
                                                              "path": exc.path})
 
+
+
+# --------------------------------------------------------------------------- save & analyze
+
+
+class AnalyzeRequest(BaseModel):
+    """Either `text` (a Markdown draft) or `note` (a note id or vault-relative path). Nothing is written."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str | None = Field(None, description="the draft's Markdown (size limit: analysis.yaml max_text_bytes)")
+    note: str | None = Field(None, max_length=1000, description="an indexed note's id or vault-relative path")
+    path: str | None = Field(None, max_length=1000, description="where the draft would be saved (type path rules)")
+    note_type: str | None = Field(None, max_length=100, description="the draft's type, if known")
+    limit: StrictInt | None = Field(None, description="link suggestions returned (default: analysis.yaml limit)")
+    llm: StrictBool | None = Field(None, description="false: rule-based relation kinds only, even with an LLM")
+
+
+def _add_analyze_routes(app: FastAPI) -> None:
+    async def analyze(request: AnalyzeRequest) -> dict[str, Any]:
+        result = await app.state.mindnet.aanalyze(**request.model_dump())
+        return result.model_dump(mode="json")
+
+    for path in ("/ingest/analyze", "/analyze"):
+        app.add_api_route(path, analyze, methods=["POST"], summary="Save & Analyze: suggestions for a draft or note")

@@ -1,4 +1,4 @@
-"""mindnet's command line: ingest | dry-run | check | query | eval | serve | feedback-report.
+"""mindnet's command line: ingest | dry-run | check | query | suggest | eval | serve | feedback-report.
 
 Translates arguments into calls on core objects and renders their results; no logic of its own.
 """
@@ -243,7 +243,94 @@ def cmd_feedback_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- suggest (save & analyze)
+
+
+def _suggest_target(target: str, settings: Settings) -> dict:
+    """`-` is a draft on stdin; a file inside the vault is that note; another file is a draft; else an id."""
+    if target == "-":
+        return {"text": sys.stdin.read()}
+    path = Path(target)
+    if path.is_file():
+        root = Path(settings.vault_root).resolve()
+        if path.resolve().is_relative_to(root):
+            return {"note": path.resolve().relative_to(root).as_posix()}
+        return {"text": path.read_text(encoding="utf-8", errors="replace")}
+    return {"note": target}
+
+
+def render_suggestions(data: dict) -> None:
+    src = data["source"]
+    where = src["path"] or "(draft)"
+    console.print(f"[bold]{escape(src['title'])}[/bold] {escape(where)}: {src['chunks']} chunks, "
+                  f"{src['embedded']} embedded now, {len(src['linked'])} notes linked already", highlight=False)
+    t = Table(title="Link suggestions")
+    for col in ("#", "conf", "kind", "note", "via", "why"):
+        t.add_column(col, overflow="fold")
+    for i, s in enumerate(data["links"], 1):
+        t.add_row(str(i), f"{s['confidence']:.2f}", s["relation"]["kind"], escape(s["title"]), "+".join(s["sources"]),
+                  escape(f"{s['reason']}; kind: {s['relation']['reason']}"))
+    console.print(t)
+    for m in data["mentions"]:
+        console.print(f"line {m['span']['line']}: '{escape(m['span']['surface'])}' names "
+                      f"[[{escape(m['title'])}]] ({m['confidence']:.2f})", highlight=False)
+    if data["type"]:
+        ty = data["type"]
+        console.print(f"type: {ty['value']} ({ty['confidence']:.2f}; {escape(ty['reason'])})", highlight=False)
+    if data["tags"]:
+        console.print("tags: " + ", ".join(f"#{x['tag']} ({x['confidence']:.2f})" for x in data["tags"]),
+                      highlight=False)
+    if data["duplicate"]:
+        d = data["duplicate"]
+        console.print(f"[yellow]possible duplicate[/yellow]: {escape(d['title'])} ({escape(d['path'])}): "
+                      f"{escape(d['reason'])}", highlight=False)
+    console.print(f"[dim]relation kinds by rules; LLM: {escape(str(data['llm']))}[/dim]", highlight=False)
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes", "j", "ja")
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    from mindnet.analysis.apply import plan_edges, select_links, write_plan
+    from mindnet.service import Mindnet
+    settings = _settings(args)
+    target = _suggest_target(args.target, settings)
+    if args.apply and "note" not in target:
+        err_console.print("--apply writes into a note of the vault; give its path or id (a draft is never written)")
+        return 2
+    mindnet = Mindnet(settings)
+    try:
+        result = mindnet.analyze(**target, limit=args.limit, llm=False if args.no_llm else None)
+        data = result.model_dump(mode="json")
+        if args.json and not args.apply:
+            sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+            return 0
+        render_suggestions(data)
+        if not args.apply:
+            return 0
+        links = select_links(result.links, args.pick, args.min_confidence)
+        if not links:
+            err_console.print("nothing to apply: no suggestion selected")
+            return 1
+        plan = plan_edges(settings.vault_root, result.source.path or "", links)
+        console.print(plan.diff, markup=False, highlight=False)
+        if not args.yes and not _confirm(f"write {len(links)} edges to {plan.rel_path}?"):
+            err_console.print("not written (answer y, or pass --yes when stdin is not a terminal)")
+            return 1
+        backup = write_plan(plan, settings.vault_root)
+        report = mindnet.ingest()
+    finally:
+        mindnet.close()
+    console.print(f"wrote {len(links)} edges to {escape(plan.rel_path)}; backup: {escape(str(backup))}; "
+                  f"re-imported ({report.changed} changed, {report.new} new)", highlight=False)
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "suggest": cmd_suggest,
     "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "eval": cmd_eval,
     "serve": cmd_serve, "feedback-report": cmd_feedback_report,
 }
@@ -294,6 +381,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="default: 8001, or 8002 with --dev")
     p.add_argument("--dev", action="store_true", help="development instance: port 8002 unless --port is given")
     p.add_argument("--no-ui", action="store_true", help="serve only the HTTP API, without the chat at /ui")
+
+    p = sub.add_parser("suggest", help="suggest links (typed), type, tags and duplicates for a note or a draft")
+    p.add_argument("target", help="a note of the vault (path or id), a Markdown file (a draft), or - for stdin")
+    p.add_argument("--limit", type=int, help="link suggestions shown (default: analysis.yaml limit)")
+    p.add_argument("--no-llm", action="store_true", help="relation kinds by the rules only")
+    p.add_argument("--apply", action="store_true", help="write the suggested edges as one callout block at the end "
+                   "of the note: shows the diff, asks, keeps a backup, re-imports the note")
+    p.add_argument("--pick", help="with --apply: numbers of the suggestions to write, e.g. 1,3 (default: all)")
+    p.add_argument("--min-confidence", type=float, default=0.0, help="with --apply: skip suggestions below this")
+    p.add_argument("--yes", action="store_true", help="with --apply: write without asking")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("feedback-report", help="summarise the ratings per strategy and per note (data flywheel)")
     p.add_argument("--json", action="store_true")

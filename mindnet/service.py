@@ -27,6 +27,8 @@ from mindnet.store.client import open_client
 from mindnet.store.collections import point_id
 
 if TYPE_CHECKING:
+    from mindnet.analysis.analyzer import Analyzer
+    from mindnet.analysis.models import AnalysisResult
     from mindnet.chat.engine import ChatEngine
     from mindnet.chat.sanitizer import NoteDraft
 
@@ -120,6 +122,25 @@ class Mindnet:
     def _after_import(self) -> None:
         if "retriever" in self.__dict__:
             self.retriever.invalidate()
+        if "analyzer" in self.__dict__:
+            self.analyzer.invalidate()
+
+    # ------------------------------------------------------------------ save & analyze
+
+    @cached_property
+    def analyzer(self) -> Analyzer:
+        """Suggestions for a draft or a note (links, relation kinds, type, tags, duplicate); reads only."""
+        from mindnet.analysis.analyzer import Analyzer
+        from mindnet.chat.llm import LLMGate
+        return Analyzer(settings=self.settings, client=self.client, retriever=self.retriever,
+                        embedder=self.embedder, lock=self.index_lock, gate=LLMGate(settings=self.settings))
+
+    def analyze(self, **request: object) -> AnalysisResult:
+        """`text=` (a Markdown draft) or `note=` (id or vault path); see `Analyzer.analyze`."""
+        return self.analyzer.analyze(**request)  # type: ignore[arg-type]
+
+    async def aanalyze(self, **request: object) -> AnalysisResult:
+        return await asyncio.to_thread(self.analyze, **request)
 
     # ------------------------------------------------------------------ chat
 
