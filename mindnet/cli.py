@@ -316,7 +316,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
             err_console.print("nothing to apply: no suggestion selected")
             return 1
         plan = plan_edges(settings.vault_root, result.source.path or "", links)
-        console.print(plan.diff, markup=False, highlight=False)
+        sys.stdout.write(plan.diff)      # as is: a wrapped diff line would be a lie
+        sys.stdout.flush()
         if not args.yes and not _confirm(f"write {len(links)} edges to {plan.rel_path}?"):
             err_console.print("not written (answer y, or pass --yes when stdin is not a terminal)")
             return 1
