@@ -193,7 +193,8 @@ class AnalysisRelated(Strict):
     depth: int = Field(2, ge=0, le=3)
     candidates: int = Field(200, ge=10, le=2000, description="chunks ranked before grouping by note")
     max_confidence: float = Field(0.7, ge=0, le=1)
-    max_chunks: int = Field(12, ge=1, le=200, description="chunks of the text embedded at most")
+    max_chunks: int = Field(4, ge=1, le=200, description="chunks of a draft embedded at most (spread evenly)")
+    max_words: int = Field(100, ge=10, le=2000, description="words of each such chunk embedded at most")
 
 
 class AnalysisNeighbours(Strict):

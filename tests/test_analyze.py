@@ -249,3 +249,16 @@ def test_analyze_never_writes_the_vault(app, tmp_path: Path) -> None:
     analyze(app, text="Qdrant", path="tasks/beet.md")
     assert sorted((tmp_path / "vault").rglob("*")) == files
     assert {p: p.read_bytes() for p in files if p.is_file()} == before
+
+
+def test_a_long_draft_embeds_a_few_cut_chunks_and_searches_all_by_bm25(app, fake_ollama) -> None:
+    sections = [f"## Teil {i}\n\n" + " ".join(f"wort{i}x{j}" for j in range(150)) for i in range(8)]
+    text = "---\ntype: project\n---\n" + "\n\n".join(sections) + "\n\nZum Schluss: Tomaten im Hochbeet gießen."
+    before = len(fake_ollama.requests)
+    result = analyze(app, text=text)
+    assert (result.source.chunks, result.source.embedded) == (8, 4)
+    inputs = [body.get("input") for path, body in fake_ollama.requests[before:] if path == "/api/embed"]
+    texts = [t for i in inputs for t in (i if isinstance(i, list) else [i])]
+    assert len(texts) == 4 and max(len(t.removeprefix("search_document: ").split()) for t in texts) <= 100
+    # the garden words stand past the embedded 100 words of the last chunk: BM25 over all chunks found them
+    assert "garden" in {r.note_id for r in result.related}

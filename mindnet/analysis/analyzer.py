@@ -2,7 +2,7 @@
 link suggestions, type and tags, and a possible duplicate. It only reads: nothing here writes a note.
 
 Cost: the text's chunks are embedded once (a note's stored vectors and the embedding cache are reused, and a
-long text embeds at most `related.max_chunks` chunks; BM25 still reads all of them), then one retrieval.
+long draft embeds at most `related.max_chunks` chunks of `max_words`; BM25 reads all of them), then one search.
 """
 
 from __future__ import annotations
@@ -110,19 +110,25 @@ class Analyzer:
         return out
 
     def vectors(self, source: AnalysisSource) -> tuple[np.ndarray, int]:
-        """Unit vectors of (up to max_chunks of) the text's chunks, and how many had to be embedded now."""
-        picked = [source.nodes[i] for i in spread(len(source.nodes), self.config.related.max_chunks)]
-        texts = [embedding_input(n) for n in picked]
-        stored = self._stored_vectors([n.node_id for n in picked]) if source.indexed else {}
-        vectors: list[list[float] | None] = []
-        for node, text in zip(picked, texts, strict=True):
+        """Unit vectors of the text's chunks, and how many had to be embedded now. The index's own vectors
+        serve every chunk it holds unchanged; of the rest at most `max_chunks`, spread evenly, are embedded,
+        each cut to `max_words` words (the embedding model is the cost of an analysis; BM25 reads everything)."""
+        cfg = self.config.related
+        texts = [embedding_input(n) for n in source.nodes]
+        stored = self._stored_vectors([n.node_id for n in source.nodes]) if source.indexed else {}
+        vectors: list[list[float]] = []
+        todo: list[str] = []
+        for node, text in zip(source.nodes, texts, strict=True):
             hit = stored.get(node.node_id)
-            vectors.append(hit[1] if hit and hit[0] == text else None)
-        missing = [t for t, v in zip(texts, vectors, strict=True) if v is None]
-        if missing:
-            fresh = iter(asyncio.run(self.embedder.aembed(missing, what="analyze")))
-            vectors = [v if v is not None else next(fresh) for v in vectors]
-        return _unit_rows(vectors), len(missing)  # type: ignore[arg-type]
+            if hit and hit[0] == text:
+                vectors.append(hit[1])
+            else:
+                todo.append(text)
+        if todo:
+            picked = [" ".join(todo[i].split()[: cfg.max_words]) for i in spread(len(todo), cfg.max_chunks)]
+            vectors += asyncio.run(self.embedder.aembed(picked, what="analyze"))
+            return _unit_rows(vectors), len(picked)
+        return _unit_rows(vectors), 0
 
     def note_vectors(self, note_ids: list[str], catalog: Catalog) -> dict[str, np.ndarray]:
         ids = {n: catalog.notes[n].chunk_ids for n in note_ids if n in catalog.notes}
