@@ -262,3 +262,25 @@ def test_a_long_draft_embeds_a_few_cut_chunks_and_searches_all_by_bm25(app, fake
     assert len(texts) == 4 and max(len(t.removeprefix("search_document: ").split()) for t in texts) <= 100
     # the garden words stand past the embedded 100 words of the last chunk: BM25 over all chunks found them
     assert "garden" in {r.note_id for r in result.related}
+
+
+def test_before_any_import_a_draft_is_told_to_import_first(make_app) -> None:
+    from mindnet.errors import EmptyIndexError
+    with pytest.raises(EmptyIndexError, match="import your vault first"):
+        make_app().analyze(text="Qdrant", llm=False)
+
+
+@pytest.mark.parametrize(("their_words", "found"), [(100, True), (60, True), (40, False), (250, False)])
+def test_a_duplicate_needs_a_similar_length(their_words: int, found: bool) -> None:
+    import numpy as np
+
+    from mindnet.analysis.catalog import Catalog, IndexedNote
+    from mindnet.analysis.duplicates import find_duplicate
+    from mindnet.analysis.related import NoteMatch
+    from mindnet.settings import AnalysisDuplicates, MentionSettings
+
+    catalog = Catalog([IndexedNote("n", "N", "n.md", "concept")], MentionSettings())
+    vectors = np.eye(2, dtype=np.float32)
+    near = [NoteMatch("n", "n#c01", 1.0, 1.0, {}, {}, {})]
+    dup = find_duplicate(vectors, 100, near, {"n": (vectors, their_words)}, catalog, AnalysisDuplicates())
+    assert (dup is not None) is found

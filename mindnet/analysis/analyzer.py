@@ -93,8 +93,8 @@ class Analyzer:
         return draft_source(text or "", settings=self.settings, catalog=catalog, parser=self.parser, path=path,
                             note_type=note_type)
 
-    def _stored_vectors(self, chunk_ids: list[str]) -> dict[str, tuple[str, list[float]]]:
-        """chunk id -> (embedded text, vector) as the index holds them."""
+    def _stored_vectors(self, chunk_ids: list[str]) -> dict[str, tuple[str, list[float], int]]:
+        """chunk id -> (embedded text, vector, words of the chunk's own text) as the index holds them."""
         if not chunk_ids:
             return {}
         with self.lock:
@@ -106,7 +106,8 @@ class Analyzer:
             vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else p.vector
             if vec is not None:
                 embedded = f"{d.get('title', '')}\n\n{d.get('window') or d.get('text', '')}".strip()
-                out[str(d.get("chunk_id"))] = (embedded[:EMBED_MAX_CHARS], list(vec))
+                words = len(str(d.get("text", "")).split())
+                out[str(d.get("chunk_id"))] = (embedded[:EMBED_MAX_CHARS], list(vec), words)
         return out
 
     def vectors(self, source: AnalysisSource) -> tuple[np.ndarray, int]:
@@ -130,11 +131,12 @@ class Analyzer:
             return _unit_rows(vectors), len(picked)
         return _unit_rows(vectors), 0
 
-    def note_vectors(self, note_ids: list[str], catalog: Catalog) -> dict[str, np.ndarray]:
+    def note_vectors(self, note_ids: list[str], catalog: Catalog) -> dict[str, tuple[np.ndarray, int]]:
+        """note id -> (its stored chunk vectors, its words)."""
         ids = {n: catalog.notes[n].chunk_ids for n in note_ids if n in catalog.notes}
         stored = self._stored_vectors([c for cs in ids.values() for c in cs])
-        return {n: _unit_rows([stored[c][1] for c in cs if c in stored]) for n, cs in ids.items()
-                if any(c in stored for c in cs)}
+        return {n: (_unit_rows([stored[c][1] for c in cs if c in stored]), sum(stored[c][2] for c in cs if c in stored))
+                for n, cs in ids.items() if any(c in stored for c in cs)}
 
     # ------------------------------------------------------------------ the analysis
 
@@ -177,7 +179,8 @@ class Analyzer:
         type_ = suggest_type(source, near, catalog, self.settings.types)
         tags = suggest_tags(source, near, catalog, self.config.neighbours)
         cands = near[: self.config.duplicates.candidates]
-        duplicate = find_duplicate(vectors, cands, self.note_vectors([m.note_id for m in cands], catalog), catalog,
+        duplicate = find_duplicate(vectors, len(source.note.body.split()), cands,
+                                   self.note_vectors([m.note_id for m in cands], catalog), catalog,
                                    self.config.duplicates)
         lap("type_tags_duplicate")
         timing["total"] = round(sum(timing.values()), 1)
