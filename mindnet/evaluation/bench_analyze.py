@@ -180,7 +180,7 @@ def neighbours_baseline(m: Mindnet, path: str) -> list[str]:
     chunks = an.catalog().notes[source.indexed.note_id].chunk_ids
     stored = an._stored_vectors(chunks)
     best: dict[str, float] = {}
-    for _, vec in stored.values():
+    for _, vec, _ in stored.values():
         for p in m.client.query_points(names(m.settings.collection_prefix)["chunks"], query=vec, using=DENSE,
                                        limit=50, with_payload=["note_id"]).points:
             nid = str(p.payload.get("note_id"))
