@@ -72,6 +72,13 @@ def _unit(v: Any) -> np.ndarray:
     return a / n if n else a
 
 
+def _embedding(settings: Settings, embedding: BaseEmbedding | str | None) -> BaseEmbedding:
+    """A LlamaIndex embedding as given, or the backend of that name (default MINDNET_EMBEDDING)."""
+    if embedding is None or isinstance(embedding, str):
+        return make_embedding(settings if embedding is None else settings.model_copy(update={"embedding": embedding}))
+    return embedding
+
+
 class MindnetRetriever(BaseRetriever):
     """A LlamaIndex retriever over a mindnet index: semantic or hybrid (dense + BM25) search, graph expansion
     and `MindnetScorer`, each hit with a score breakdown and an explanation in its metadata.
@@ -138,7 +145,9 @@ class MindnetRetriever(BaseRetriever):
         """The index the MINDNET_* settings (and `.env`) name, as `mindnet query` searches it; `overrides` are
         Settings fields (`qdrant_path=...`, `collection_prefix=...`)."""
         settings = Settings.from_env(**overrides)
-        return cls._opened(settings, open_client(settings), embedding)
+        embed_model = _embedding(settings, embedding)   # before the client: a bad name must not hold the folder
+        return cls.from_settings(settings, client=open_client(settings), embed_model=embed_model,
+                                 reranker=make_reranker(settings))
 
     @classmethod
     def open(cls, qdrant_path_or_url: str | Path | QdrantClient, *, embedding: BaseEmbedding | str | None = None,
@@ -150,18 +159,11 @@ class MindnetRetriever(BaseRetriever):
         everywhere (MINDNET_* variables, ./config, the shipped defaults).
         """
         settings = Settings.from_env(collection_prefix=prefix)
+        embed_model = _embedding(settings, embedding)
+        kwargs.setdefault("reranker", make_reranker(settings))
         client = (qdrant_path_or_url if isinstance(qdrant_path_or_url, QdrantClient)
                   else open_location(qdrant_path_or_url, api_key=settings.qdrant_api_key))
-        return cls._opened(settings, client, embedding, **kwargs)
-
-    @classmethod
-    def _opened(cls, settings: Settings, client: QdrantClient, embedding: BaseEmbedding | str | None,
-                **kwargs: Any) -> MindnetRetriever:
-        if embedding is None or isinstance(embedding, str):
-            named = settings if embedding is None else settings.model_copy(update={"embedding": embedding})
-            embedding = make_embedding(named)
-        kwargs.setdefault("reranker", make_reranker(settings))
-        return cls.from_settings(settings, client=client, embed_model=embedding, **kwargs)
+        return cls.from_settings(settings, client=client, embed_model=embed_model, **kwargs)
 
     def close(self) -> None:
         """Close the Qdrant client (a local folder can then be opened by another client or process)."""
