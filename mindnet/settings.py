@@ -255,7 +255,12 @@ def find_config_file(name: str, config_dir: Path) -> Path:
 
 
 class Settings(BaseModel):
-    """Runtime settings. `Settings.from_env()` reads MINDNET_* variables (and `.env`)."""
+    """Runtime settings: vault, Qdrant, embedding, Ollama, folders, and the parsed config files.
+
+    `Settings.from_env()` reads the MINDNET_* variables (and `.env` in the working folder); keyword arguments
+    override fields. Config files are looked up file by file: MINDNET_<NAME>_CONFIG, MINDNET_CONFIG_DIR or
+    ./config, then the shipped defaults; prompts: MINDNET_PROMPTS_DIR, ./prompts, then the shipped set.
+    """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
