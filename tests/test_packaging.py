@@ -218,3 +218,10 @@ def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.strip() == f"mindnet {version('mindnet')}"
+
+
+def test_chat_welcome_page_comes_from_the_package(tmp_path: Path) -> None:
+    from mindnet.ui.mount import FALLBACK_WELCOME, prepare_app_root
+    root = prepare_app_root(tmp_path / "chainlit")
+    shipped = (PACKAGE_ROOT / "ui" / "chainlit.md").read_text(encoding="utf-8")
+    assert (root / "chainlit.md").read_text(encoding="utf-8") == shipped != FALLBACK_WELCOME
