@@ -118,3 +118,35 @@ def test_the_edge_block_reads_back_as_the_same_typed_edges() -> None:
     assert block == "> [!edge] depends_on: [[A]] [[C]]\n> supports: [[B]]"
     assert [(r.target, r.kind, r.rule_id) for r in extract_links("text\n\n" + block)] == [
         ("A", "depends_on", "callout:edge"), ("C", "depends_on", "callout:edge"), ("B", "supports", "callout:edge")]
+
+
+def _spanned(title: str, kind: str, text: str, surface: str):
+    from mindnet.analysis.models import Span
+    start = text.index(surface)
+    link = _link(title, kind)
+    return link.model_copy(update={"mentions": [Span(start=start, end=start + len(surface), line=1,
+                                                         surface=surface)],
+                                   "callout": f"> [!edge] {kind}: [[{title}]]"})
+
+
+def test_insert_at_the_mention_links_the_words_as_written() -> None:
+    from mindnet.analysis.apply import insert_link
+    text = "Wir nutzen die alpha-Suche hier."
+    assert insert_link(text, _spanned("A", "depends_on", text, "alpha")) == "Wir nutzen die [[A|alpha]]-Suche hier."
+    assert insert_link("x A y", _spanned("A", "depends_on", "x A y", "A")) == "x [[A]] y"
+
+
+def test_insert_at_the_end_adds_a_callout_line_or_joins_the_block() -> None:
+    from mindnet.analysis.apply import insert_link
+    once = insert_link("Text.\n", _spanned("A", "depends_on", "Text.", "Text"), at="end")
+    assert once == "Text.\n\n> [!edge] depends_on: [[A]]\n"
+    twice = insert_link(once, _spanned("B", "supports", once, "Text"), at="end")
+    assert twice == "Text.\n\n> [!edge] depends_on: [[A]]\n> [!edge] supports: [[B]]\n"
+    assert [(r.target, r.kind) for r in extract_links(twice)] == [("A", "depends_on"), ("B", "supports")]
+
+
+def test_insert_refuses_a_changed_text() -> None:
+    from mindnet.analysis.apply import insert_link
+    link = _spanned("A", "depends_on", "alpha", "alpha")
+    with pytest.raises(ValueError, match="changed since"):
+        insert_link("omega", link)

@@ -105,3 +105,26 @@ def select_links(links: Sequence[LinkSuggestion], picks: str | None, min_confide
                              hint=f"use numbers from 1 to {len(links)}")
         chosen = [links[n - 1] for n in dict.fromkeys(numbers)]
     return [s for s in chosen if s.confidence >= min_confidence]
+
+
+def insert_link(text: str, link: LinkSuggestion, *, at: str = "mention") -> str:
+    """The draft with one suggestion taken: `at="mention"` turns its first mention into a wikilink (keeping the
+    words as written), `at="end"` appends its `> [!edge] KIND: [[X]]` line (to a callout block already ending the
+    text, if there is one). Only the draft's text changes; nothing is written."""
+    if at == "mention":
+        if not link.mentions:
+            raise ValueError(f"'{link.title}' is not named in the text; insert it at the end instead")
+        span = link.mentions[0]
+        if text[span.start:span.end] != span.surface:
+            raise ValueError("the text changed since the suggestion was made; analyse it again")
+        shown = span.surface
+        wiki = f"[[{link.link_text}]]" if shown == link.link_text else f"[[{link.link_text}|{shown}]]"
+        return text[:span.start] + wiki + text[span.end:]
+    if at != "end":
+        raise ValueError(f"at={at!r}: use 'mention' or 'end'")
+    body = text.rstrip("\n")
+    last = body.rsplit("\n", 1)[-1]
+    line = link.callout if link.callout else f"> [!edge] {link.relation.kind}: [[{link.link_text}]]"
+    if last.lstrip().startswith(">") and "[!edge]" in body[body.rfind("\n\n") + 1:]:
+        return body + "\n" + line + "\n"       # joins the callout block that already ends the draft
+    return body + "\n\n" + line + "\n"
