@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mindnet.errors import MindnetError
+from mindnet.errors import MindnetError, NoteNotFoundError
 from mindnet.settings import Settings
 
 console = Console()
@@ -254,7 +254,7 @@ def _suggest_target(target: str, settings: Settings) -> dict:
     if path.is_file():
         root = Path(settings.vault_root).resolve()
         if path.resolve().is_relative_to(root):
-            return {"note": path.resolve().relative_to(root).as_posix()}
+            return {"note": path.resolve().relative_to(root).as_posix(), "file": path}
         return {"text": path.read_text(encoding="utf-8", errors="replace")}
     return {"note": target}
 
@@ -298,12 +298,20 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     from mindnet.service import Mindnet
     settings = _settings(args)
     target = _suggest_target(args.target, settings)
+    file = target.pop("file", None)
     if args.apply and "note" not in target:
         err_console.print("--apply writes into a note of the vault; give its path or id (a draft is never written)")
         return 2
     mindnet = Mindnet(settings)
     try:
-        result = mindnet.analyze(**target, limit=args.limit, llm=False if args.no_llm else None)
+        try:
+            result = mindnet.analyze(**target, limit=args.limit, llm=False if args.no_llm else None)
+        except NoteNotFoundError:
+            if file is None:
+                raise
+            # a note of the vault not imported yet: analysed as a draft at its place (its type's path rules)
+            result = mindnet.analyze(text=file.read_text(encoding="utf-8", errors="replace"),
+                                     path=target["note"], limit=args.limit, llm=False if args.no_llm else None)
         data = result.model_dump(mode="json")
         if args.json and not args.apply:
             sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")

@@ -150,3 +150,12 @@ def test_insert_refuses_a_changed_text() -> None:
     link = _spanned("A", "depends_on", "alpha", "alpha")
     with pytest.raises(ValueError, match="changed since"):
         insert_link("omega", link)
+
+
+def test_a_new_file_of_the_vault_not_imported_yet_is_analysed_at_its_place(env: Path, capsys) -> None:
+    (env / "tasks").mkdir()
+    (env / "tasks" / "neu.md").write_text("# Neu\n\nQdrant aufsetzen.\n", encoding="utf-8")
+    assert main(["suggest", str(env / "tasks" / "neu.md"), "--json", "--no-llm"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["source"]["kind"] == "draft" and data["source"]["path"] == "tasks/neu.md"
+    assert data["type"]["value"] == "task" and data["links"][0]["note_id"] == "qdrant"
