@@ -272,8 +272,8 @@ def render_suggestions(data: dict) -> None:
                   escape(f"{s['reason']}; kind: {s['relation']['reason']}"))
     console.print(t)
     for m in data["mentions"]:
-        console.print(f"line {m['span']['line']}: '{escape(m['span']['surface'])}' names "
-                      f"[[{escape(m['title'])}]] ({m['confidence']:.2f})", highlight=False)
+        console.print(escape(f"line {m['span']['line']}: '{m['span']['surface']}' names [[{m['title']}]] "
+                             f"({m['confidence']:.2f})"), highlight=False)
     if data["type"]:
         ty = data["type"]
         console.print(f"type: {ty['value']} ({ty['confidence']:.2f}; {escape(ty['reason'])})", highlight=False)

@@ -142,6 +142,8 @@ def test_links_merge_mention_and_related_per_note(app) -> None:
     ("This design contradicts BM25 entirely.", "bm25", "contradicts", "cue"),
     ("Die Idee basiert auf Embeddings.", "embeddings", "inspired_by", "cue"),
     ("Qdrant war gut. Das hängt ab von der Laune.", "qdrant", "related_to", "edge_default"),  # other sentence
+    ("Qdrant basiert auf BM25.", "bm25", "inspired_by", "cue"),
+    ("Qdrant basiert auf BM25.", "qdrant", "related_to", "edge_default"),   # the cue's subject, not its object
 ])
 def test_cue_phrases_near_a_mention_set_the_kind(app, text: str, note: str, kind: str, rule: str) -> None:
     link = next(s for s in analyze(app, text=text).links if s.note_id == note)

@@ -1,8 +1,9 @@
 """The relation kind of a suggested link, by rules first (config/analysis.yaml), optionally refined by the LLM.
 
-Rules, in order: a cue phrase near a place where the text names the note ("hängt ab von", "depends on" ->
-depends_on; the nearest phrase wins), a rule on the types of both ends (task -> project: part_of), the source
-type's `edge_defaults` from types.yaml, and `related_to`. Without an LLM the rules are the answer.
+Rules, in order: a cue phrase shortly before a place where the text names the note, in the same sentence
+("hängt ab von", "depends on" -> depends_on; the nearest phrase wins), a rule on the types of both ends
+(task -> project: part_of), the source type's `edge_defaults` from types.yaml, and `related_to`.
+Without an LLM the rules are the answer.
 """
 
 from __future__ import annotations
@@ -52,26 +53,19 @@ class RelationRules:
         return list(dict.fromkeys(kinds))
 
     def _cue_near(self, text: str, span: Span) -> tuple[Cue, int] | None:
-        """The cue phrase nearest to `span` within the window and the same sentence: (cue, distance)."""
-        w = self.config.window_chars
-        lo, hi = max(0, span.start - w), min(len(text), span.end + w // 2)
-        before, after = text[lo:span.start], text[span.end:hi]
+        """The cue phrase nearest before `span`, within the window and the same sentence: (cue, distance).
+        Only before: in "A basiert auf B" the text relates to B (the cue's object), not to A (its subject)."""
+        before = text[max(0, span.start - self.config.window_chars):span.start]
         breaks = list(_BOUNDARY.finditer(before))
         if breaks:
             before = before[breaks[-1].end():]
-        cut = _BOUNDARY.search(after)
-        if cut:
-            after = after[: cut.start()]
-        before, after = before.casefold(), after.casefold()
+        before = before.casefold()
         best: tuple[Cue, int] | None = None
         for cue in self.cues:
             for m in cue.pattern.finditer(before):
                 distance = len(before) - m.end()
                 if best is None or distance < best[1]:
                     best = (cue, distance)
-            m = cue.pattern.search(after)
-            if m and (best is None or 2 * m.start() < best[1]):   # a cue after the name counts half as near
-                best = (cue, 2 * m.start())
         return best
 
     def classify(self, *, text: str, spans: Sequence[Span], source_type: str, target_type: str) -> Relation:
