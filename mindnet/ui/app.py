@@ -55,6 +55,10 @@ def readable(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return await fn(*args, **kwargs)
+        except ValidationError as exc:   # a request the core refused: its first problem, in one sentence
+            problem = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(p) for p in problem.get("loc", ()))
+            await say_error("Invalid request", f"{where}: {problem['msg']}" if where else str(problem["msg"]))
         except MindnetError as exc:
             await say_error(type(exc).__name__, str(exc))
         except Exception as exc:  # noqa: BLE001 - the edge: show it, log the traceback
@@ -157,6 +161,7 @@ class AnswerView:
         self.sources_at: float | None = None
         self.pushed = 0.0
         self.failure = ""
+        self.notices: list[str] = []
 
     def content(self, *, notice: str | None = None, cut_off: bool = False, writing: bool = True) -> str:
         return render.answer_markdown(header=self.header, body=self.body, sources=self.sources, notice=notice,
@@ -194,6 +199,8 @@ class AnswerView:
             await self.push()
         elif kind == "error":   # a `done` with the partial answer and a notice follows when the engine could
             self.failure = str(data.get("message", "unknown error"))
+        elif kind not in render.STEP_TITLES and data.get("message"):   # e.g. "your message was shortened"
+            self.notices.append(str(data["message"]))
 
     async def step(self, kind: str, data: dict[str, Any]) -> None:
         if self.how is None:
@@ -239,7 +246,9 @@ class AnswerView:
             self.how.output = " ".join([*self.sentences, f"Timing: {ready}the whole answer took "
                                         f"{(time.perf_counter() - self.started) * 1000:.0f} ms."])
             await self.how.update()
-        notice = response.notice if response.notice and response.notice not in response.answer else None
+        notices = [*self.notices, *([response.notice] if response.notice and response.notice not in response.answer
+                                    else [])]
+        notice = " ".join(dict.fromkeys(notices)) or None
         content = self.content(notice=notice, cut_off=response.cut_off, writing=False)
         if self.message is None:
             elements = source_elements(self.sources, question=self.request.message, query_id=self.query_id)

@@ -100,7 +100,7 @@ def edge_words(kind: object) -> str:
     return EDGE_WORDS.get(str(kind), str(kind).replace("_", " "))
 
 
-def plain_reasons(hit: Mapping[str, Any], limit: int = MAX_EDGES) -> list[str]:
+def plain_reasons(hit: Mapping[str, Any], limit: int = 4) -> list[str]:
     """Why this source, in plain words: how well it matched, whether the graph found it, its links."""
     b = hit.get("score_breakdown") or {}
     expl = hit.get("explanation") or {}
@@ -115,6 +115,9 @@ def plain_reasons(hit: Mapping[str, Any], limit: int = MAX_EDGES) -> list[str]:
         out.append(f"linked from '{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
     for e in list(expl.get("outgoing") or [])[:limit]:
         out.append(f"links to '{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
+    more = sum(max(len(expl.get(k) or []) - limit, 0) for k in ("incoming", "outgoing"))
+    if more:
+        out.append(f"and {more} more link{'s' if more != 1 else ''} (see the details)")
     for p in hit.get("passages") or []:   # note-level results: the note's other matching passages
         if isinstance(p, Mapping) and p.get("heading_path"):
             out.append(f"also matches in '{' > '.join(map(str, p['heading_path']))}'")

@@ -12,8 +12,18 @@ import { Textarea } from "@/components/ui/textarea";
 
 const DRAFT_KEY = "mindnet.draft";
 
+function kept(draftId) {
+  try {
+    const stored = JSON.parse(window.localStorage.getItem(DRAFT_KEY) || "null");
+    return stored && stored.draft_id === draftId && typeof stored.markdown === "string" ? stored.markdown : null;
+  } catch (err) {
+    return null;
+  }
+}
+
 export default function DraftEditor() {
-  const [text, setText] = useState(props.markdown || "");
+  // Chainlit may mount the element again (a re-render of the chat): the text kept in this browser is newer
+  const [text, setText] = useState(() => kept(props.draft_id) ?? (props.markdown || ""));
   const [busy, setBusy] = useState(false);
   const timer = useRef(null);
   const status = props.status || "editing";

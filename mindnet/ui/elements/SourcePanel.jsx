@@ -86,9 +86,9 @@ export default function SourcePanel() {
       <div className="flex items-center gap-2">
         <span className="text-muted-foreground">Did this source help?</span>
         <Button data-testid="source-up" size="sm" variant={rating === 5 ? "default" : "outline"}
-                aria-pressed={rating === 5} disabled={busy} onClick={() => rate(5)}>👍</Button>
+                aria-pressed={rating === 5} disabled={busy} onClick={() => rate(5)}>Helped</Button>
         <Button data-testid="source-down" size="sm" variant={rating === 1 ? "default" : "outline"}
-                aria-pressed={rating === 1} disabled={busy} onClick={() => rate(1)}>👎</Button>
+                aria-pressed={rating === 1} disabled={busy} onClick={() => rate(1)}>Did not help</Button>
       </div>
       <div className="whitespace-pre-wrap break-words font-mono text-xs bg-muted rounded p-2" data-testid="source-text">
         <Highlighted text={props.text || ""} words={props.highlight} />
