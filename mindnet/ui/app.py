@@ -19,6 +19,7 @@ from typing import Any
 import chainlit as cl
 from chainlit.context import context
 from chainlit.input_widget import MultiSelect, Select, Slider
+from chainlit.utils import utc_now
 from pydantic import ValidationError
 
 from mindnet.chat.engine import ChatRequest, ChatResponse
@@ -203,11 +204,15 @@ class AnswerView:
             self.notices.append(str(data["message"]))
 
     async def step(self, kind: str, data: dict[str, Any]) -> None:
-        if self.how is None:
-            self.how = cl.Step(name=render.HOW_TITLE, type="run", show_input=False)
+        if self.how is None:   # inside this message's run, so it shows above the answer
+            run = context.current_step
+            self.how = cl.Step(name=render.HOW_TITLE, type="tool", show_input=False,
+                               parent_id=run.id if run else None)
+            self.how.start = utc_now()
             await self.how.send()
         self.sentences.append(render.how_sentence(kind, data))
         child = cl.Step(name=render.STEP_TITLES[kind], type="tool", parent_id=self.how.id, show_input=False)
+        child.start = child.end = utc_now()
         child.output = render.step_output(kind, data)
         await child.send()
         self.how.output = " ".join(self.sentences)
@@ -216,9 +221,11 @@ class AnswerView:
     async def show_sources(self) -> None:
         """The answer message with its numbered sources, before the first token."""
         elements = source_elements(self.sources, question=self.request.message, query_id=self.query_id)
-        self.message = cl.Message(content=self.content(), elements=elements)
-        await self.message.send()
-        self.message.elements = []   # sent once: later updates must not re-send (and re-open) them
+        self.message = cl.Message(content=self.content())
+        await self.message.send()    # the numbered list first: it shows at once
+        # then the panels (the "[n]" become links); not kept on the message, so its updates never re-send
+        # them (that would re-open the side panel the user closed)
+        await asyncio.gather(*(e.send(for_id=self.message.id) for e in elements))
         if elements:
             await show_sources_panel(elements, self.query_id, self.request.message)
 
@@ -245,6 +252,7 @@ class AnswerView:
                      if self.sources_at else "")
             self.how.output = " ".join([*self.sentences, f"Timing: {ready}the whole answer took "
                                         f"{(time.perf_counter() - self.started) * 1000:.0f} ms."])
+            self.how.end = utc_now()
             await self.how.update()
         notices = [*self.notices, *([response.notice] if response.notice and response.notice not in response.answer
                                     else [])]
