@@ -201,6 +201,17 @@ class Mindnet:
                           max_bytes=self.settings.types.max_file_bytes)
         return self._import_saved(draft, path, await self.aingest())
 
+    def indexed_notes(self) -> list[dict]:
+        """title, type and link count of every indexed note ([] before the first import): the chat's starters."""
+        from mindnet.store.collections import names, scroll_points
+        notes = names(self.settings.collection_prefix)["notes"]
+        with self.index_lock:
+            if not self.client.collection_exists(notes):
+                return []
+            points = list(scroll_points(self.client, notes, fields=["title", "type", "edge_ids"]))
+        return [{"title": p.payload.get("title"), "type": p.payload.get("type"),
+                 "links": len(p.payload.get("edge_ids") or [])} for p in points]
+
     def close(self) -> None:
         if "client" in self.__dict__:
             self.client.close()

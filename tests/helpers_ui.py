@@ -89,13 +89,15 @@ class ChatServer:
         env.pop("CHAINLIT_APP_ROOT", None)
         return env
 
-    def start(self, timeout: float = 60.0, extra_notes: dict[str, str] | None = None) -> ChatServer:
+    def start(self, timeout: float = 60.0, extra_notes: dict[str, str] | None = None, ingest: bool = True
+              ) -> ChatServer:
         shutil.copytree(SAMPLE_VAULT, self.vault)
         for name, text in (extra_notes or {}).items():
             (self.vault / name).write_text(text, encoding="utf-8")
         cli = [sys.executable, "-m", "mindnet.cli"]
-        subprocess.run([*cli, "ingest", "--json"], env=self.env, cwd=self.root, check=True,
-                       capture_output=True, timeout=timeout)
+        if ingest:
+            subprocess.run([*cli, "ingest", "--json"], env=self.env, cwd=self.root, check=True,
+                           capture_output=True, timeout=timeout)
         self.stderr = open(self.root / "serve.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([*cli, "serve", "--port", str(self.port)], env=self.env, cwd=self.root,
                                      stdout=self.stderr, stderr=subprocess.STDOUT)

@@ -100,6 +100,39 @@ def last_answer(pg: Page):
     return pg.locator(".step").filter(has=pg.get_by_role("button", name="Good answer")).last
 
 
+# --------------------------------------------------------------------------- onboarding
+
+
+def test_welcome_says_what_mindnet_does_and_offers_questions_from_the_notes(page: Page) -> None:
+    welcome = page.locator("#welcome-screen")
+    expect(welcome).to_contain_text("notes of your vault")
+    expect(welcome).to_contain_text("the answer cites your notes as [1], [2]")
+    expect(welcome).to_contain_text("nothing leaves this machine")
+    starters = welcome.locator("[id^=starter-]")
+    expect(starters).to_have_count(4)
+    labels = starters.all_inner_texts()
+    assert any("Qdrant statt Chroma" in t for t in labels), labels      # built from the indexed titles
+    shot(page, "00_welcome")
+    rated = page.get_by_role("button", name="Good answer").count()
+    starters.first.click()
+    expect(page.get_by_role("button", name="Good answer")).to_have_count(rated + 1, timeout=TIMEOUT)
+
+
+def test_empty_index_offers_import_now(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> None:
+    srv = ChatServer(tmp_path_factory.mktemp("ui_empty")).start(ingest=False)
+    try:
+        pg = open_page(browser, srv, DESKTOP)
+        welcome = pg.locator("#welcome-screen")
+        expect(welcome).to_contain_text("is not imported yet")
+        assert "mindnet ingest" not in welcome.inner_text()               # a button, not a CLI command
+        welcome.locator("#starter-import-now").click()
+        expect(pg.get_by_text("Import finished in", exact=False).first).to_be_visible(timeout=60_000)
+        shot(pg, "00_import_now")
+        pg.context.close()
+    finally:
+        srv.stop()
+
+
 # --------------------------------------------------------------------------- answers, citations, sources
 
 

@@ -23,6 +23,7 @@ from chainlit.utils import utc_now
 from pydantic import ValidationError
 
 from mindnet.chat.engine import ChatRequest, ChatResponse
+from mindnet.chat.welcome import starter_questions, welcome_text
 from mindnet.errors import DraftConflictError, DraftError, MindnetError
 from mindnet.logs import GENERATED_ANSWER
 from mindnet.ui import render
@@ -37,12 +38,6 @@ COMMANDS = [
     {"id": "history", "icon": "history", "description": "recent searches", "button": False},
     {"id": "reimport", "icon": "refresh-cw", "description": "re-import the vault", "button": False},
     {"id": "draft", "icon": "file-pen-line", "description": "reopen the current draft", "button": False},
-]
-EXAMPLES = [
-    ("Warum Qdrant?", "Warum habe ich Qdrant gewählt?"),
-    ("Karate plan", "What does the Karate training plan depend on?"),
-    ("Hybride Suche", "Was ist hybride Suche?"),
-    ("Neues Projekt", "Neues Projekt anlegen"),
 ]
 
 
@@ -94,9 +89,25 @@ def settings_widgets() -> list[Any]:
     ]
 
 
-@cl.set_starters
-async def starters(user: Any = None, language: str | None = None) -> list[cl.Starter]:
-    return [cl.Starter(label=label, message=message) for label, message in EXAMPLES]
+IMPORT_NOW = "Import now"
+
+
+async def welcome() -> tuple[str, list[cl.Starter]]:
+    """The welcome page's three lines and its starters: questions about indexed notes, or "Import now"."""
+    m = get_mindnet()
+    notes = await asyncio.to_thread(m.indexed_notes)
+    text = welcome_text(vault=str(m.settings.vault_root), notes=len(notes))
+    if not notes:
+        return text, [cl.Starter(label=IMPORT_NOW, message=IMPORT_NOW, command="reimport", icon="/public/icon.svg")]
+    return text, [cl.Starter(label=label, message=question) for label, question in starter_questions(notes)]
+
+
+@cl.set_chat_profiles
+async def profiles(user: Any = None, language: str | None = None) -> list[cl.ChatProfile]:
+    """One profile: Chainlit shows its description on the welcome page (no picker for a single profile)."""
+    text, starters = await welcome()
+    return [cl.ChatProfile(name="mindnet", markdown_description=text, icon="/public/icon.svg", default=True,
+                           starters=starters)]
 
 
 @cl.on_chat_start
@@ -118,7 +129,7 @@ async def on_message(message: cl.Message) -> None:
     handler = COMMAND_HANDLERS.get(message.command or "")
     if handler:
         await handler()
-        if not message.content.strip():
+        if not message.content.strip() or message.content.strip() == IMPORT_NOW:   # the starter's own text
             return
         # text typed after a command chip is a question of its own, never swallowed by the command
     await answer(message.content)
