@@ -188,6 +188,9 @@ class AnswerView:
                     return response
                 await self.on_event(event.kind, event.data)
         except asyncio.CancelledError:   # Stop: keep what is on screen, say it was stopped
+            if self.how is not None:
+                self.how.end = utc_now()
+                await asyncio.shield(self.how.update())
             if self.message is not None:
                 self.message.content = self.content(notice="Stopped.", cut_off=bool(self.body), writing=False)
                 await asyncio.shield(self.message.update())
