@@ -209,6 +209,24 @@ def test_sources_show_before_the_answer_and_stay_when_generation_fails(page: Pag
     expect(last_answer(page)).to_contain_text(ANSWER[:30])
 
 
+def test_sources_stay_when_the_user_presses_stop(page: Page, server: ChatServer) -> None:
+    server.ollama.latency = 3.0           # the model takes its time: Stop comes before the first word
+    try:
+        send(page, "Was ist hybride Suche?")
+        page.locator("a.element-link").first.wait_for(timeout=TIMEOUT)
+        page.locator("#stop-button").click()
+        page.locator("#stop-button").wait_for(state="detached", timeout=TIMEOUT)
+    finally:
+        server.ollama.latency = 0.0
+    page.wait_for_timeout(500)
+    answer = page.locator(".step").filter(has_text="Sources").last
+    expect(answer).to_contain_text("Stopped.")
+    assert answer.locator("a.element-link").count() > 0        # the sources are still there, and clickable
+    answer.locator("a.element-link").first.click()
+    expect(page.get_by_test_id("source-panel").first).to_be_visible(timeout=TIMEOUT)
+    shot(page, "05_stopped")
+
+
 def test_send_to_sources_and_first_token_times(page: Page, server: ChatServer) -> None:
     """The figures of the README, with the fake LLM taking 0.4 s per call (embedding, status, answer): send ->
     sources shown, send -> first token, and retrieval finished (the chat's search_history.jsonl line, written

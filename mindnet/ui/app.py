@@ -192,7 +192,7 @@ class AnswerView:
                 self.how.end = utc_now()
                 await asyncio.shield(self.how.update())
             if self.message is not None:
-                self.message.content = self.content(notice="Stopped.", cut_off=bool(self.body), writing=False)
+                self.message.content = self.content(notice="Stopped.", cut_off=True, writing=False)
                 await asyncio.shield(self.message.update())
             raise
         if self.failure:

@@ -204,6 +204,8 @@ def answer_markdown(*, header: str, body: str, sources: list[Mapping[str, Any]],
         parts.append(body.rstrip() + (" " + CUT_OFF if cut_off else ""))
     elif writing:
         parts.append("_writing the answer..._")
+    elif cut_off:
+        parts.append("_(stopped before the answer began)_")
     else:
         parts.append("_(no answer generated)_")
     if notice:
