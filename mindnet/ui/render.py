@@ -109,8 +109,8 @@ def plain_reasons(hit: Mapping[str, Any], limit: int = 4) -> list[str]:
         out.append(f"matches your question (similarity {_fmt(b.get('semantic'))})")
     if expl.get("via_graph"):
         out.append("found through the links of the best matches, not by the text search")
-    if (_num(b, "centrality_bonus") or 0) > 0:
-        out.append("central among the found notes (many links point to it)")
+    if (_num(b, "centrality_bonus") or 0) >= 0.5:   # PageRank in the result subgraph, max 1
+        out.append("central among the found notes (many of them link to it)")
     for e in list(expl.get("incoming") or [])[:limit]:
         out.append(f"linked from '{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
     for e in list(expl.get("outgoing") or [])[:limit]:
