@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
@@ -15,11 +14,11 @@ from typing import Any
 from mindnet.errors import VaultError
 from mindnet.settings import TypesConfig
 from mindnet.vault.frontmatter import as_string_list, split_frontmatter
+from mindnet.vault.headings import first_h1
 from mindnet.vault.links import extract_tags
 
 # Stable namespace for note ids derived from paths: the same path gives the same id on every machine.
 NOTE_NAMESPACE = uuid.UUID("6f1c5c3e-7a55-4c8e-9d5e-3b1e2b7d0a11")
-H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
 @dataclass
@@ -96,8 +95,7 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
 
     title = str(meta.get("title") or "").strip()
     if not title:
-        h1 = H1.search(body)
-        title = h1.group(1).strip() if h1 else PurePosixPath(rel_path).stem
+        title = first_h1(body) or PurePosixPath(rel_path).stem
     note_id = str(meta["id"]).strip() if meta.get("id") not in (None, "") else path_note_id(rel_path)
     if "#" in note_id or isinstance(meta.get("id"), list | dict):
         raise VaultError(f"frontmatter id {meta.get('id')!r} is not a plain name", path=rel_path, line=2,
