@@ -6,8 +6,10 @@ so links heal and mentions appear without special scripts. Only what differs fro
     embedded (through the cache) and rewritten; its stale chunks and edges are removed;
   - an unchanged note whose derived edges changed gets only its edges rewritten;
   - notes gone from the vault lose their note, chunks and edges.
-Per note the order is chunks -> edges -> note record, and the note record carries the fingerprint: a run
-that dies half-way leaves notes that simply look changed to the next run, which finishes the job.
+Per note the order is: a pending note record listing every chunk and edge id old and new (write-ahead), then
+chunks -> edges -> the final note record carrying the fingerprint. An edge-only rewrite follows the same order.
+A run that dies half-way leaves pending notes that simply look changed to the next run, which finishes the job
+and deletes whatever of the note's chunks and edges its new record does not list.
 Embeddings are computed before anything of a note is touched, so a failed embedding leaves its previous
 version intact.
 """
@@ -85,6 +87,12 @@ def _as_point_node(node: TextNode, embedding: list[float]) -> TextNode:
             copy.relationships[rel] = RelatedNodeInfo(node_id=coll.point_id(copy.relationships[rel].node_id))
     copy.embedding = embedding
     return copy
+
+
+def _skipped_now(path: str, skipped: list[Issue]) -> bool:
+    """Whether this run could not read `path`: the file itself, or a folder above it (issue path ends in /)."""
+    return any(path == i.path or (i.path.endswith("/") and (path.startswith(i.path) or i.path == "./"))
+               for i in skipped)
 
 
 def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_key: str = "",
@@ -239,12 +247,40 @@ class Importer:
                 keep = {n.node_id for n in p.nodes}
                 self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
         self._write_edges([(p, stored.get(p.note.note_id)) for p, _ in ok])
+        self._remove_unlisted([p for p, _ in ok], stored)
         self._write_notes([p for p, _ in ok])
         for p, _ in ok:
             if p.note.note_id in stored:
                 report.changed += 1
             else:
                 report.new += 1
+
+    def _relink(self, relinked: list[PlannedNote], stored: dict[str, dict]) -> None:
+        """Rewrite only the edges of unchanged notes, under the same write-ahead record as changed notes: a
+        run that dies after the edge write leaves a pending note, which the next run rewrites whole."""
+        for i in range(0, len(relinked), BATCH_NOTES):
+            batch = relinked[i:i + BATCH_NOTES]
+            self._write_notes(batch, pending={p.note.note_id: stored.get(p.note.note_id) for p in batch})
+            self._write_edges([(p, stored[p.note.note_id]) for p in batch])
+            self._remove_unlisted(batch, stored)
+            self._write_notes(batch)
+
+    def _remove_unlisted(self, batch: list[PlannedNote], stored: dict[str, dict]) -> None:
+        """Delete chunks and edges of these notes that their new records will not list (left by a run that
+        died before it could record them). Only notes the index held are searched: a note new to the index
+        has nothing stored yet."""
+        known = [p for p in batch if p.note.note_id in stored]
+        if not known:
+            return
+        keep = {"chunks": {coll.point_id(n.node_id) for p in known for n in p.nodes},
+                "edges": {coll.point_id(e.edge_id) for p in known for e in p.edges}}
+        by_note = qm.Filter(must=[qm.FieldCondition(key="note_id",
+                                                    match=qm.MatchAny(any=[p.note.note_id for p in known]))])
+        for kind, ids in keep.items():
+            stale = [str(pt.id) for pt in coll.scroll_points(self.client, self.names[kind], scroll_filter=by_note,
+                                                              fields=["note_id"]) if str(pt.id) not in ids]
+            if stale:
+                self.client.delete(self.names[kind], points_selector=qm.PointIdsList(points=stale))
 
     def _delete_notes(self, note_ids: list[str]) -> None:
         if not note_ids:
@@ -287,9 +323,9 @@ class Importer:
             coll.ensure_collections(self.client, self.prefix, dim)
         coll.tune_local_storage(self.client, self.prefix)
         current = {p.note.note_id for p in planned}
-        # a note that fails to parse now keeps its previous version until it is fixed
-        unreadable = {i.path for i in report.skipped}
-        gone = [nid for nid, old in stored.items() if nid not in current and old.get("path") not in unreadable]
+        # a note that cannot be read now (or sits in a folder that cannot be listed) keeps its previous version
+        gone = [nid for nid, old in stored.items()
+                if nid not in current and not _skipped_now(old.get("path", ""), report.skipped)]
         self._delete_notes(gone)
         report.deleted = len(gone)
 
@@ -298,8 +334,7 @@ class Importer:
                     and stored[p.note.note_id].get("edges_hash") != p.edges_hash]
         report.unchanged = len(planned) - len(changed)
         if relinked:
-            self._write_edges([(p, stored[p.note.note_id]) for p in relinked])
-            self._write_notes(relinked)
+            self._relink(relinked, stored)
             report.edges_rewritten = len(relinked)
 
         store = chunk_vector_store(self.client, self.prefix)
