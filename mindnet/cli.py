@@ -51,7 +51,7 @@ def render_import_report(report, as_json: bool) -> None:
     t.add_row("time", f"{data['seconds_total']:.2f} s total, {other:.2f} s ({share:.0f}%) besides embedding")
     console.print(t)
     for line in data["skipped"] + data["warnings"]:
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)   # one line per problem, unwrapped
     for u in data["unresolved_links"][:20]:
         console.print(f"[dim]unresolved link[/dim] {escape(u['note'])}: {escape('[[' + u['link'] + ']]')}",
                       highlight=False)

@@ -21,11 +21,11 @@ from mindnet.vault.scan import scan_vault
         ("---\nx: '" + "a" * 70_000 + "'\n---\nbody\n", 1, "frontmatter is 70005 characters long"),
     ],
 )
-def test_bad_frontmatter_is_one_report_line_and_the_rest_imports(tmp_path, types_config, text, line, message):
+def test_bad_frontmatter_is_one_warning_and_the_note_imports_body_only(tmp_path, types_config, text, line, message):
     write_vault(tmp_path, {"bad.md": text, "good.md": "# Good\n\nfine"})
     notes, issues = scan_vault(tmp_path, types_config)
-    assert [n.path for n in notes] == ["good.md"]
-    assert [(i.path, i.line) for i in issues] == [("bad.md", line)]
+    assert [(n.path, n.body) for n in notes] == [("bad.md", "body\n"), ("good.md", "# Good\n\nfine")]
+    assert [(i.level, i.path, i.line) for i in issues] == [("warning", "bad.md", line)]
     assert message in issues[0].message
 
 
