@@ -143,12 +143,12 @@ def test_tag_and_type_filters_match_any_spelling(tag):
     assert (request.filters.tags, request.filters.types) == (["ml"], ["project"])
 
 
+INDEXED_NOTES = {"good.md": "# Good\n\nfine, see [[Heading]]",
+                 "private/secret.md": "# Secret\n\nindexed before the folder was locked"}
 HOSTILE_NOTES = {
-    "good.md": "# Good\n\nfine, see [[Heading]]",
     "heading.md": "# Heading" + " " * 20_000 + "x\n\n## Part" + " " * 20_000 + "#\n\ntext",   # cubic before
     "tags.md": "# Tags\n\n" + "<a<a\u2039a" * 20_000 + "](](" * 20_000,                   # quadratic before
     "deep.md": "---\nx: " + "[" * 5000 + "\n---\n# Deep\n\nbody",
-    "private/secret.md": "# Secret\n\nindexed before the folder was locked",
 }
 
 
@@ -169,7 +169,7 @@ def _ingest_in_child(settings: dict[str, str], vault: Path, out: Path, err: Path
 
 
 def test_a_hostile_vault_imports_with_one_report_line_per_bad_thing(tmp_path, fake_ollama):
-    vault = write_vault(tmp_path / "vault", HOSTILE_NOTES)
+    vault = write_vault(tmp_path / "vault", INDEXED_NOTES)
     settings = {f"MINDNET_{k}": str(v) for k, v in {
         "EMBEDDING": "ollama", "OLLAMA_URL": fake_ollama.url, "QDRANT_PATH": tmp_path / "qdrant",
         "CACHE_DIR": tmp_path / "cache", "COLLECTION_PREFIX": "t", "TYPES_CONFIG": TYPES_YAML, "QDRANT_URL": "",
@@ -178,6 +178,7 @@ def test_a_hostile_vault_imports_with_one_report_line_per_bad_thing(tmp_path, fa
     app = Mindnet(first)
     app.ingest()
     app.close()
+    write_vault(vault, HOSTILE_NOTES)
     os.symlink(vault / "loop-b.md", vault / "loop-a.md")
     os.symlink(vault / "loop-a.md", vault / "loop-b.md")
     os.mkfifo(vault / "pipe.md")
@@ -199,7 +200,7 @@ def test_a_hostile_vault_imports_with_one_report_line_per_bad_thing(tmp_path, fa
     ]
     assert [line.split(";")[0] for line in report["warnings"]] == [
         "warning: deep.md:1: frontmatter is nested too deeply"]
-    assert (report["notes"], report["deleted"], report["new"]) == (4, 0, 0)
+    assert (report["notes"], report["deleted"], report["new"]) == (4, 0, 3)
     app = Mindnet(first)
     try:
         check = check_index(app.client, "t")
