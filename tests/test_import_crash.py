@@ -118,3 +118,24 @@ def test_a_kill_at_any_write_is_finished_by_the_next_run(indexed: Path, tmp_path
                                  "extra": {k: sorted(set(state[k]) - set(expected[rerun][k])) for k in state},
                                  "missing": {k: sorted(set(expected[rerun][k]) - set(state[k])) for k in state}})
     assert failures == [], json.dumps(failures, indent=1)[:4000]
+
+
+def test_an_edge_no_note_lists_is_removed_by_the_next_incremental_import(indexed: Path, fake_ollama) -> None:
+    """An older version rewrote an unchanged note's edges before its record; killed in between, it left an
+    edge no record lists (here: Alpha -> a note that is gone), which no incremental import removed."""
+    from qdrant_client import models as qm
+
+    from mindnet.store.collections import point_id
+    app = Mindnet(settings_in(indexed, fake_ollama.url))
+    try:
+        alpha = next(p.payload for p in scroll_points(app.client, "t_notes") if p.payload["path"] == "a.md")
+        leftover = {"edge_id": f"{alpha['note_id']}->gone", "note_id": alpha["note_id"], "kind": "references",
+                    "source_id": alpha["note_id"], "target_id": "gone", "resolved": True, "rule_id": "explicit"}
+        app.client.upsert("t_edges", points=[qm.PointStruct(id=point_id(leftover["edge_id"]), vector={},
+                                                             payload=leftover)])
+        assert check_index(app.client, "t").unlisted == [leftover["edge_id"]]
+        report = app.ingest()
+        assert (report.unchanged, check_index(app.client, "t").broken) == (4, False)
+        assert snapshot(app) == fresh_import(indexed.parent / "reference", fake_ollama.url, BEFORE)
+    finally:
+        app.close()

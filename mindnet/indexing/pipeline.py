@@ -9,7 +9,8 @@ so links heal and mentions appear without special scripts. Only what differs fro
 Per note the order is: a pending note record listing every chunk and edge id old and new (write-ahead), then
 chunks -> edges -> the final note record carrying the fingerprint. An edge-only rewrite follows the same order.
 A run that dies half-way leaves pending notes that simply look changed to the next run, which finishes the job
-and deletes whatever of the note's chunks and edges its new record does not list.
+and deletes the listed chunks and edges its new record does not list. Points no record lists at all (left by
+older versions) are removed at the start of the next run.
 Embeddings are computed before anything of a note is touched, so a failed embedding leaves its previous
 version intact.
 """
@@ -247,7 +248,6 @@ class Importer:
                 keep = {n.node_id for n in p.nodes}
                 self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
         self._write_edges([(p, stored.get(p.note.note_id)) for p, _ in ok])
-        self._remove_unlisted([p for p, _ in ok], stored)
         self._write_notes([p for p, _ in ok])
         for p, _ in ok:
             if p.note.note_id in stored:
@@ -262,25 +262,28 @@ class Importer:
             batch = relinked[i:i + BATCH_NOTES]
             self._write_notes(batch, pending={p.note.note_id: stored.get(p.note.note_id) for p in batch})
             self._write_edges([(p, stored[p.note.note_id]) for p in batch])
-            self._remove_unlisted(batch, stored)
             self._write_notes(batch)
 
-    def _remove_unlisted(self, batch: list[PlannedNote], stored: dict[str, dict]) -> None:
-        """Delete chunks and edges of these notes that their new records will not list (left by a run that
-        died before it could record them). Only notes the index held are searched: a note new to the index
-        has nothing stored yet."""
-        known = [p for p in batch if p.note.note_id in stored]
-        if not known:
-            return
-        keep = {"chunks": {coll.point_id(n.node_id) for p in known for n in p.nodes},
-                "edges": {coll.point_id(e.edge_id) for p in known for e in p.edges}}
-        by_note = qm.Filter(must=[qm.FieldCondition(key="note_id",
-                                                    match=qm.MatchAny(any=[p.note.note_id for p in known]))])
-        for kind, ids in keep.items():
-            stale = [str(pt.id) for pt in coll.scroll_points(self.client, self.names[kind], scroll_filter=by_note,
-                                                              fields=["note_id"]) if str(pt.id) not in ids]
-            if stale:
-                self.client.delete(self.names[kind], points_selector=qm.PointIdsList(points=stale))
+    def _remove_unlisted(self, stored: dict[str, dict]) -> int:
+        """Delete chunks and edges that no note record lists. Since every write is announced by a pending record
+        first, only an index written by an older version (which rewrote an unchanged note's edges before its
+        record) can hold such points, and nothing else would ever remove them. Counting is cheap, so the scan
+        of every point runs only when a collection holds more points than the records list."""
+        removed = 0
+        for kind, field in (("chunks", "chunk_ids"), ("edges", "edge_ids")):
+            listed = {coll.point_id(key) for record in stored.values() for key in record.get(field, [])}
+            collection = self.names[kind]
+            if self.client.count(collection, exact=True).count <= len(listed):
+                continue
+            stale = [str(p.id) for p in coll.scroll_points(self.client, collection, fields=["note_id"])
+                     if str(p.id) not in listed]
+            for i in range(0, len(stale), 512):
+                self.client.delete(collection, points_selector=qm.PointIdsList(points=stale[i:i + 512]))
+            removed += len(stale)
+        if removed:
+            log.warning("removed %d chunks and edges that no note listed (left by an interrupted older import)",
+                        removed)
+        return removed
 
     def _delete_notes(self, note_ids: list[str]) -> None:
         if not note_ids:
@@ -328,6 +331,9 @@ class Importer:
                 if nid not in current and not _skipped_now(old.get("path", ""), report.skipped)]
         self._delete_notes(gone)
         report.deleted = len(gone)
+        if stored:
+            kept = set(stored) - set(gone)
+            self._remove_unlisted({nid: stored[nid] for nid in kept})
 
         changed_ids = {p.note.note_id for p in changed}
         relinked = [p for p in planned if p.note.note_id not in changed_ids
