@@ -139,3 +139,30 @@ def test_an_edge_no_note_lists_is_removed_by_the_next_incremental_import(indexed
         assert snapshot(app) == fresh_import(indexed.parent / "reference", fake_ollama.url, BEFORE)
     finally:
         app.close()
+
+
+@pytest.mark.parametrize(
+    ("broken", "kept", "title"),
+    [
+        # frontmatter that does not parse: the note is searchable by its body, its frontmatter is gone
+        ("---\ntitle: \"Neu\ntype: project\n---\n# Delta neu\n\nneuer Text", False, "Delta neu"),
+        # a body that cannot be read (not UTF-8): the indexed version stays until the file is fixed
+        ("# Delta\n\nbroken \xff".encode("latin-1"), True, "Delta"),
+    ],
+)
+def test_a_note_that_breaks_is_imported_body_only_unless_its_body_cannot_be_read(
+        indexed: Path, fake_ollama, broken, kept: bool, title: str) -> None:
+    path = indexed / "vault" / "d.md"
+    path.write_bytes(broken if isinstance(broken, bytes) else broken.encode())
+    app = Mindnet(settings_in(indexed, fake_ollama.url))
+    try:
+        report = app.ingest()
+        note = next(p.payload for p in scroll_points(app.client, "t_notes") if p.payload["path"] == "d.md")
+        texts = [p.payload["text"] for p in scroll_points(app.client, "t_chunks")
+                 if p.payload["note_id"] == note["note_id"]]
+        assert check_index(app.client, "t").broken is False
+    finally:
+        app.close()
+    assert ([i.level for i in report.issues], report.changed) == (["error" if kept else "warning"], 0 if kept else 1)
+    assert (note["title"], note["type"], note["frontmatter"]) == (title, "concept", {})
+    assert texts == (["# Delta\n\nDelta text, version one."] if kept else ["# Delta neu\n\nneuer Text"])

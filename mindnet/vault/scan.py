@@ -136,6 +136,10 @@ def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None 
         except OSError as exc:
             issues.append(Issue("error", path.relative_to(root).as_posix(), f"cannot read file: {exc}"))
             continue
+        except RecursionError:   # structure nested thousands deep: a report line, not a stack-long traceback
+            issues.append(Issue("error", path.relative_to(root).as_posix(),
+                                "is nested too deeply to be read (fix: flatten its nested lists or quotes)"))
+            continue
         except Exception as exc:  # noqa: BLE001 - one unreadable note must never abort the import of the rest
             log.exception("unexpected error reading %s", path)
             issues.append(Issue("error", path.relative_to(root).as_posix(),
