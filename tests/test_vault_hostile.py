@@ -210,3 +210,17 @@ def test_a_hostile_vault_imports_with_one_report_line_per_bad_thing(tmp_path, fa
         app.close()
     assert (check.broken, paths) == (False, ["deep.md", "good.md", "heading.md", "private/secret.md", "tags.md"])
     assert titles["heading.md"] == "Heading" + " " * 20_000 + "x"
+
+
+def test_a_recursion_error_while_reading_a_note_is_one_line_without_a_traceback(tmp_path, types_config,
+                                                                                 monkeypatch, caplog):
+    from mindnet.vault import scan
+
+    def too_deep(root, path, types):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    write_vault(tmp_path, {"deep.md": "# Deep\n\nx"})
+    monkeypatch.setattr(scan, "read_note", too_deep)
+    notes, issues = scan_vault(tmp_path, types_config)
+    assert (notes, [str(i) for i in issues], caplog.records) == (
+        [], ["error: deep.md: is nested too deeply to be read (fix: flatten its nested lists or quotes)"], [])
