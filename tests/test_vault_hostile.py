@@ -224,3 +224,15 @@ def test_a_recursion_error_while_reading_a_note_is_one_line_without_a_traceback(
     notes, issues = scan_vault(tmp_path, types_config)
     assert (notes, [str(i) for i in issues], caplog.records) == (
         [], ["error: deep.md: is nested too deeply to be read (fix: flatten its nested lists or quotes)"], [])
+
+
+def test_the_library_reader_skips_a_fifo_and_a_symlink_loop_with_a_warning(tmp_path, caplog):
+    from mindnet import read_vault
+    write_vault(tmp_path, {"good.md": "# Good\n\nfine"})
+    os.mkfifo(tmp_path / "pipe.md")
+    os.symlink(tmp_path / "loop.md", tmp_path / "loop.md")
+    with fails_after(60), caplog.at_level(logging.WARNING):
+        docs = read_vault(tmp_path)
+    assert [d.metadata["path"] for d in docs] == ["good.md"]
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
+        "skipping error: loop.md: symlink loop", "skipping error: pipe.md: is a FIFO"]
