@@ -113,4 +113,16 @@ def test_the_regex_benchmark_prints_old_beside_new_for_each_input(capsys):
     from mindnet.evaluation import bench_regex
     assert bench_regex.main(["--scale", "0.02"]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert [row.split()[0] for row in rows] == ["input", "chunker", "note", "BM25", "BM25", "draft", "draft"]
+    assert [row.split()[0] for row in rows] == ["input", "chunker", "note", "BM25", "BM25", "draft", "draft",
+                                                "interview"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [("```markdown\n---\ntitle: x\n---\n```", True), ("``` yaml \n  ---  \n", True), ("~~~\n\n---", True),
+     ("```python\n---", False), ("```" + " " * 100_000 + "x\n---", False)],   # 20 K blanks took 1 s before
+)
+def test_the_interview_note_detector_is_linear_and_keeps_its_meaning(reply, expected):
+    from mindnet.chat.interview import contains_note
+    with fails_after(60):
+        assert contains_note(reply) is expected

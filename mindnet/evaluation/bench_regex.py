@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Callable
 
-from mindnet.chat import sanitizer
+from mindnet.chat import interview, sanitizer
 from mindnet.indexing import sparse
 from mindnet.vault.headings import first_h1, parse_heading
 
@@ -25,6 +25,7 @@ OLD = {
     "link": re.compile(r"\]\([^)\s]*\)"),
     "key": re.compile(r"^[ \t]*-?[ \t]*(?P<key>[^\s:#\-\[\]{}][^:]*?)[ \t]*:(?:[ \t]+(?P<value>.*))?[ \t]*$"),
     "fence": re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\s]*)[^`]*$"),
+    "note_block": re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(markdown|md|yaml|yml)?[ \t]*\n\s*---[ \t]*$", re.M | re.I),
 }
 
 
@@ -52,6 +53,8 @@ def cases(scale: float) -> list[tuple[str, Callable[[], object], Callable[[], ob
          lambda: sanitizer._KEY_LINE.match(key)),
         (f"draft fence line, {len(fence) // 1000} K blanks", lambda: OLD["fence"].match(fence),
          lambda: sanitizer._FENCE.match(fence)),
+        (f"interview note block, {len(fence) // 1000} K blanks", lambda: OLD["note_block"].search(fence),
+         lambda: interview._NOTE_BLOCK.search(fence)),
     ]
 
 
