@@ -236,3 +236,19 @@ def test_the_library_reader_skips_a_fifo_and_a_symlink_loop_with_a_warning(tmp_p
     assert [d.metadata["path"] for d in docs] == ["good.md"]
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
         "skipping error: loop.md: symlink loop", "skipping error: pipe.md: is a FIFO"]
+
+
+def test_post_ingest_answers_with_the_report_for_a_vault_with_a_symlink_loop_and_a_fifo(tmp_path, make_app):
+    from fastapi.testclient import TestClient
+
+    from mindnet.api import create_app
+    vault = write_vault(tmp_path / "vault", {"good.md": "# Good\n\nfine"})
+    os.symlink(vault / "y.md", vault / "x.md")
+    os.symlink(vault / "x.md", vault / "y.md")
+    os.mkfifo(vault / "pipe.md")
+    with fails_after(120), TestClient(create_app(make_app())) as client:
+        response = client.post("/ingest", json={})
+    assert response.status_code == 200, response.text
+    assert [line.split(" (")[0] for line in response.json()["skipped"]] == [
+        "error: pipe.md: is a FIFO", "error: x.md: symlink loop", "error: y.md: symlink loop"]
+    assert response.json()["notes"] == 1
