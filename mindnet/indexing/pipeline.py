@@ -277,10 +277,11 @@ class Importer:
         of every point runs only when a collection holds more points than the records list."""
         removed = 0
         for kind, field in (("chunks", "chunk_ids"), ("edges", "edge_ids")):
-            listed = {coll.point_id(key) for record in stored.values() for key in record.get(field, [])}
+            keys = {key for record in stored.values() for key in record.get(field, [])}
             collection = self.names[kind]
-            if self.client.count(collection, exact=True).count <= len(listed):
+            if self.client.count(collection, exact=True).count <= len(keys):
                 continue
+            listed = {coll.point_id(key) for key in keys}
             stale = [str(p.id) for p in coll.scroll_points(self.client, collection, fields=["note_id"])
                      if str(p.id) not in listed]
             for i in range(0, len(stale), 512):
