@@ -117,9 +117,21 @@ def cmd_check(args: argparse.Namespace) -> int:
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
-        verdict = "[green]index OK[/green]" if data["ok"] else "[red]index BROKEN[/red]: run `mindnet ingest --full`"
-        console.print(verdict)
+        console.print(_check_verdict(data))
     return 1 if report.broken else 0
+
+
+# what an incremental import repairs by itself: it finishes pending notes, removes points no note lists and
+# derives every note's edges again (an edge to a deleted note is rewritten)
+_INGEST_REPAIRS = {"unfinished_notes", "unlisted", "orphan_chunks", "dangling_edges"}
+
+
+def _check_verdict(data: dict) -> str:
+    if data["ok"]:
+        return "[green]index OK[/green]"
+    problems = {k for k, v in data.items() if isinstance(v, list) and v and k != "unresolved"}
+    fix = "mindnet ingest" if problems <= _INGEST_REPAIRS else "mindnet ingest --full"
+    return f"[red]index BROKEN[/red]: run `{fix}`"
 
 
 def render_hits(data: dict, explain: bool) -> None:

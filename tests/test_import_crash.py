@@ -166,3 +166,20 @@ def test_a_note_that_breaks_is_imported_body_only_unless_its_body_cannot_be_read
     assert ([i.level for i in report.issues], report.changed) == (["error" if kept else "warning"], 0 if kept else 1)
     assert (note["title"], note["type"], note["frontmatter"]) == (title, "concept", {})
     assert texts == (["# Delta\n\nDelta text, version one."] if kept else ["# Delta neu\n\nneuer Text"])
+
+
+def test_check_after_a_kill_says_a_plain_ingest_repairs_it(indexed: Path, tmp_path: Path, fake_ollama,
+                                                          monkeypatch, capsys) -> None:
+    from mindnet.cli import main
+    folder = prepare(indexed, tmp_path / "killed")
+    assert import_in_child(folder, fake_ollama.url, 4) == -9      # after the relink phase's pending record
+    for key, value in {"EMBEDDING": "ollama", "OLLAMA_URL": fake_ollama.url, "QDRANT_PATH": folder / "qdrant",
+                       "CACHE_DIR": folder / "cache", "COLLECTION_PREFIX": "t", "QDRANT_URL": "",
+                       "TYPES_CONFIG": settings_in(folder, fake_ollama.url).types_config}.items():
+        monkeypatch.setenv(f"MINDNET_{key}", str(value))
+    assert main(["check"]) == 1
+    assert "index BROKEN: run `mindnet ingest`\n" in capsys.readouterr().out
+    assert main(["ingest", str(folder / "vault")]) == 0
+    capsys.readouterr()
+    assert main(["check"]) == 0
+    assert "index OK" in capsys.readouterr().out
