@@ -296,6 +296,8 @@ def render_suggestions(data: dict) -> None:
         d = data["duplicate"]
         console.print(f"[yellow]possible duplicate[/yellow]: {escape(d['title'])} ({escape(d['path'])}): "
                       f"{escape(d['reason'])}", highlight=False)
+    for warning in data["warnings"]:
+        console.print(f"[yellow]warning[/yellow]: {escape(warning)}", highlight=False)
     console.print(f"[dim]relation kinds by rules; LLM: {escape(str(data['llm']))}[/dim]", highlight=False)
 
 

@@ -220,7 +220,6 @@ def test_a_merely_related_text_is_no_duplicate(app) -> None:
     ({"text": ""}, "text"),
     ({"text": "  \n "}, "text"),
     ({"text": "---\ntitle: x\n---\n"}, "text"),
-    ({"text": "---\nx: [\n---\nbody"}, "text"),
     ({}, "text"),
     ({"text": "a", "note": "qdrant"}, "note"),
     ({"note": " "}, "note"),
@@ -286,3 +285,9 @@ def test_a_duplicate_needs_a_similar_length(their_words: int, found: bool) -> No
     near = [NoteMatch("n", "n#c01", 1.0, 1.0, {}, {}, {})]
     dup = find_duplicate(vectors, 100, near, {"n": (vectors, their_words)}, catalog, AnalysisDuplicates())
     assert (dup is not None) is found
+
+
+def test_broken_frontmatter_is_analysed_body_only_with_a_warning(app) -> None:
+    result = analyze(app, text="---\nx: [\n---\nQdrant speichert Vektoren.")
+    assert "qdrant" in {m.note_id for m in result.mentions}
+    assert any("frontmatter" in w for w in result.warnings)

@@ -38,7 +38,8 @@ def test_a_draft_gets_typed_link_suggestions(api: TestClient, route: str) -> Non
     span = first["mentions"][0]
     assert text[span["start"]:span["end"]] == "Qdrant"
     assert first["callout"] == "> [!edge] depends_on: [[Qdrant]]"
-    assert set(body) == {"source", "links", "mentions", "related", "type", "tags", "duplicate", "llm", "timing_ms"}
+    assert set(body) == {"source", "links", "mentions", "related", "type", "tags", "duplicate", "llm", "warnings",
+                         "timing_ms"}
 
 
 def test_a_note_by_path_excludes_itself_and_its_links(api: TestClient) -> None:

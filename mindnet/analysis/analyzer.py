@@ -189,8 +189,10 @@ class Analyzer:
                            else source.note.path),
                           note_id=source.indexed.note_id if source.indexed else None, type=source.note.type,
                           linked=sorted(source.linked), chunks=len(source.nodes), embedded=embedded)
+        problem = source.note.frontmatter_error   # the import reads such a note body-only, and so does this
+        warnings = [*source.note.warnings, *([str(problem)] if problem else [])]
         return AnalysisResult(source=info, links=links, mentions=mentions, related=related[:limit], type=type_,
-                              tags=tags, duplicate=duplicate, llm=llm_info, timing_ms=timing)
+                              tags=tags, duplicate=duplicate, llm=llm_info, warnings=warnings, timing_ms=timing)
 
     async def aanalyze(self, **kwargs: Any) -> AnalysisResult:
         return await asyncio.to_thread(self.analyze, **kwargs)

@@ -110,4 +110,5 @@ class AnalysisResult(_Frozen):
     tags: list[TagSuggestion]
     duplicate: DuplicateSuggestion | None
     llm: dict[str, Any] = Field(default_factory=dict, description="whether the LLM refined the kinds, and why not")
+    warnings: list[str] = Field(default_factory=list, description="what the import would warn about in this text")
     timing_ms: dict[str, float] = Field(default_factory=dict)
