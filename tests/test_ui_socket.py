@@ -46,7 +46,13 @@ class ChatClient:
         self._changed.set()
 
     async def connect(self) -> None:
+        # the chat lists threads per user, so even without a token the local user logs in (automatically)
+        async with httpx.AsyncClient() as http:
+            login = await http.post(f"{self.url}/ui/auth/header")
+        login.raise_for_status()
+        cookie = "; ".join(f"{k}={v}" for k, v in login.cookies.items())
         await self.sio.connect(self.url, socketio_path="/ui/ws/socket.io", transports=["websocket"],
+                               headers={"Cookie": cookie},
                                auth={"clientType": "webapp", "sessionId": self.session_id, "userEnv": "{}"})
         await self.sio.emit("connection_successful")
         await self.wait_for(lambda e: e[0] == "update_message" and e[1]["name"] == "on_chat_start")

@@ -27,6 +27,7 @@ from mindnet.chat.welcome import starter_questions, welcome_text
 from mindnet.errors import DraftConflictError, DraftError, MindnetError
 from mindnet.logs import GENERATED_ANSWER
 from mindnet.ui import render
+from mindnet.ui import threads
 from mindnet.ui import suggest as suggest_ui  # registers the draft editor's `draft_analyze` action
 from mindnet.ui.registry import get_mindnet
 
@@ -119,6 +120,17 @@ async def start() -> None:
     await cl.ChatSettings(settings_widgets()).send()   # values: cl.user_session "chat_settings"
     cl.user_session.set("history", [])
     await cl.context.emitter.set_commands(COMMANDS)
+
+
+@cl.on_chat_resume
+@readable
+async def resume(thread: dict[str, Any]) -> None:
+    """A thread reopened from the sidebar: Chainlit shows its messages; the chat history (for condensing
+    follow-ups) is rebuilt from them."""
+    await cl.ChatSettings(settings_widgets()).send()
+    cl.user_session.set("history", threads.resumed_history(thread.get("steps") or [], HISTORY_TURNS))
+    await cl.context.emitter.set_commands(COMMANDS)
+
 
 
 # --------------------------------------------------------------------------- chat

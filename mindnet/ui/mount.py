@@ -22,6 +22,7 @@ from fastapi.responses import RedirectResponse
 
 from mindnet.service import Mindnet
 from mindnet.ui.registry import set_mindnet
+from mindnet.ui.threads import enable_threads
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:
     from chainlit.utils import mount_chainlit
 
     configure_chainlit()
+    # conversations in data/threads.sqlite, resumable from the sidebar (the token login, if any, is the user)
+    enable_threads(mindnet.settings.cache_dir, token_login=bool(getattr(mindnet.settings, "api_token", None)))
     mount_chainlit(app=app, target=str(APP_FILE), path=path)
     _mounted.append(path)
 

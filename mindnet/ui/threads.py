@@ -1,0 +1,99 @@
+"""Chat threads that survive a reload: Chainlit's SQLAlchemy data layer on a local SQLite file.
+
+Chainlit stores users, threads, steps (messages) and feedback through its data layer and lists a user's threads
+in the sidebar, so they can be resumed. It ships no schema for SQLite: `create_schema` creates the tables it
+writes to, idempotently, at start-up. Chainlit lists threads only for a logged-in user: without
+MINDNET_API_TOKEN (the token login), the one local user is logged in automatically through header auth.
+Source panels and other elements are not stored (that needs a blob store); the messages and steps are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
+
+LOCAL_USER = "local"
+THREADS_FILE = "threads.sqlite"
+
+# the columns Chainlit 2.x's SQLAlchemyDataLayer reads and writes; JSON values are stored as TEXT
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS users (
+        "id" TEXT PRIMARY KEY, "identifier" TEXT NOT NULL UNIQUE, "metadata" TEXT NOT NULL DEFAULT '{}',
+        "createdAt" TEXT)""",
+    """CREATE TABLE IF NOT EXISTS threads (
+        "id" TEXT PRIMARY KEY, "createdAt" TEXT, "name" TEXT,
+        "userId" TEXT REFERENCES users("id") ON DELETE CASCADE, "userIdentifier" TEXT,
+        "tags" TEXT, "metadata" TEXT)""",
+    """CREATE TABLE IF NOT EXISTS steps (
+        "id" TEXT PRIMARY KEY, "name" TEXT NOT NULL, "type" TEXT NOT NULL,
+        "threadId" TEXT NOT NULL REFERENCES threads("id") ON DELETE CASCADE, "parentId" TEXT,
+        "command" TEXT, "modes" TEXT, "streaming" BOOLEAN NOT NULL DEFAULT 0, "waitForAnswer" BOOLEAN,
+        "isError" BOOLEAN, "metadata" TEXT, "tags" TEXT, "input" TEXT, "output" TEXT, "createdAt" TEXT,
+        "start" TEXT, "end" TEXT, "generation" TEXT, "showInput" TEXT, "language" TEXT, "indent" INTEGER,
+        "defaultOpen" BOOLEAN, "autoCollapse" BOOLEAN, "icon" TEXT)""",
+    """CREATE TABLE IF NOT EXISTS elements (
+        "id" TEXT PRIMARY KEY, "threadId" TEXT REFERENCES threads("id") ON DELETE CASCADE, "type" TEXT,
+        "url" TEXT, "chainlitKey" TEXT, "name" TEXT NOT NULL, "display" TEXT, "objectKey" TEXT,
+        "size" TEXT, "page" INTEGER, "language" TEXT, "forId" TEXT, "mime" TEXT, "props" TEXT,
+        "autoPlay" BOOLEAN, "playerConfig" TEXT)""",
+    """CREATE TABLE IF NOT EXISTS feedbacks (
+        "id" TEXT PRIMARY KEY, "forId" TEXT NOT NULL, "threadId" TEXT NOT NULL, "value" INTEGER NOT NULL,
+        "comment" TEXT)""",
+)
+
+
+def threads_path(cache_dir: Path) -> Path:
+    """The SQLite file beside the cache in the data folder (./data/threads.sqlite by default): not a cache,
+    so clearing the cache keeps the conversations."""
+    return Path(cache_dir).resolve().parent / THREADS_FILE
+
+
+def create_schema(path: Path) -> Path:
+    """Create the data layer's tables in `path` if missing; safe to call on every start."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as db:
+        for statement in SCHEMA:
+            db.execute(statement)
+    return path
+
+
+class SQLiteDataLayer(SQLAlchemyDataLayer):
+    """Chainlit's SQLAlchemy data layer, with list parameters (tags) stored as JSON text: SQLite has no arrays."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(conninfo=f"sqlite+aiosqlite:///{path}")
+
+    async def execute_sql(self, query: str, parameters: dict) -> Any:
+        params = {k: json.dumps(v) if isinstance(v, list) else v for k, v in parameters.items()}
+        return await super().execute_sql(query, params)
+
+
+def enable_threads(cache_dir: Path, *, token_login: bool) -> Path:
+    """Persist chats in the data folder and, without a token login, log the local user in by itself."""
+    import chainlit as cl
+    from chainlit.config import config
+    from chainlit.utils import wrap_user_function
+
+    path = create_schema(threads_path(cache_dir))
+    config.code.data_layer = lambda: SQLiteDataLayer(path)
+    if not token_login:
+        async def local_user(headers: Any) -> cl.User:
+            return cl.User(identifier=LOCAL_USER, metadata={"provider": "local"})
+        config.code.header_auth_callback = wrap_user_function(local_user)
+    # Chainlit signs its login cookie with this secret; a fresh one per server start unless the user set one
+    os.environ.setdefault("CHAINLIT_AUTH_SECRET", secrets.token_urlsafe(32))
+    return path
+
+
+def resumed_history(steps: list[dict[str, Any]], turns: int) -> list[dict[str, str]]:
+    """The last `turns` questions and answers of a stored thread, oldest first, as the chat's history."""
+    roles = {"user_message": "user", "assistant_message": "assistant"}
+    history = [{"role": roles[s["type"]], "content": s.get("output") or ""}
+               for s in sorted(steps, key=lambda s: s.get("createdAt") or "") if s.get("type") in roles]
+    return [h for h in history if h["content"]][-2 * turns:]
