@@ -26,8 +26,7 @@ from mindnet.chat.engine import ChatRequest, ChatResponse
 from mindnet.chat.welcome import starter_questions, welcome_text
 from mindnet.errors import DraftConflictError, DraftError, MindnetError
 from mindnet.logs import GENERATED_ANSWER
-from mindnet.ui import render
-from mindnet.ui import threads
+from mindnet.ui import render, threads
 from mindnet.ui import suggest as suggest_ui  # registers the draft editor's `draft_analyze` action
 from mindnet.ui.registry import get_mindnet
 
