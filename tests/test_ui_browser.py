@@ -392,6 +392,29 @@ def test_draft_text_survives_a_reload(page: Page) -> None:
     expect(page.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
 
 
+def test_conversation_is_resumed_from_the_sidebar_after_a_reload(page: Page) -> None:
+    question = "Welche Datenbank nutze ich für den Wissensgraphen?"
+    ask(page, question)
+    page.reload(wait_until="domcontentloaded")
+    page.locator("#chat-settings-open-modal").wait_for(timeout=TIMEOUT)
+    expect(page.get_by_text(ANSWER[:30])).to_have_count(0)          # a fresh chat after the reload
+    thread = page.locator('a[href*="/thread/"]').filter(has_text=question[:30]).first
+    thread.wait_for(timeout=TIMEOUT)
+    shot(page, "17_thread_in_sidebar")
+    thread.click()
+    expect(page).to_have_url(re.compile(r"/ui/thread/[0-9a-f-]+$"), timeout=TIMEOUT)
+    expect(page.get_by_text(question, exact=True).first).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(ANSWER[:30], exact=False)).to_have_count(1, timeout=TIMEOUT)   # the whole answer
+    shot(page, "18_thread_resumed")
+    follow_up = "Und warum lokal?"
+    ask(page, follow_up)                                             # the resumed chat goes on, and is kept
+    thread_url = page.url
+    page.wait_for_timeout(1000)                                      # the last writes of the streamed answer
+    page.goto(thread_url, wait_until="domcontentloaded")
+    expect(page.get_by_text(follow_up, exact=True).first).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(ANSWER[:30], exact=False)).to_have_count(2, timeout=TIMEOUT)
+
+
 def test_draft_editor_suggests_typed_links_while_typing_and_inserts_them(page: Page, server: ChatServer) -> None:
     ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
     editor = page.get_by_test_id("draft-text").last

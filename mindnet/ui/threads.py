@@ -9,6 +9,7 @@ Source panels and other elements are not stored (that needs a blob store); the m
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -68,6 +69,15 @@ class SQLiteDataLayer(SQLAlchemyDataLayer):
 
     def __init__(self, path: Path) -> None:
         super().__init__(conninfo=f"sqlite+aiosqlite:///{path}")
+        self._step_writes: asyncio.Lock | None = None
+
+    async def create_step(self, step_dict: Any) -> None:
+        # Chainlit writes each update of a streamed message in its own task, and a step write is several
+        # statements: one at a time, in order (asyncio.Lock is FIFO), so the final text is the one stored
+        if self._step_writes is None:
+            self._step_writes = asyncio.Lock()
+        async with self._step_writes:
+            await super().create_step(step_dict)
 
     async def execute_sql(self, query: str, parameters: dict) -> Any:
         params = {k: json.dumps(v) if isinstance(v, list) else v for k, v in parameters.items()}
