@@ -18,6 +18,7 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import PrivateAttr
 
 from mindnet.chat.context import ChatServices, Turn
+from mindnet.chat.input_limits import fit_search_text
 from mindnet.chat.llm import LLMGate, unavailable_notice
 from mindnet.chat.models import ChatEvent, ChatRequest, ChatResponse, ChatTurn, format_history
 from mindnet.chat.prompts import load_prompt
@@ -194,8 +195,9 @@ class RagStrategyEngine(StrategyEngine):
         cfg = self.strategy.retrieval or RetrievalSettings()
         expand = ExpandRequest(depth=cfg.expand_depth if r.expand_depth is None else r.expand_depth,
                                edge_types=r.edge_types)
-        primary = QueryRequest(query=r.message, search_text=search_text if search_text != r.message.strip()
-                               else None, mode=r.mode or cfg.mode, top_k=r.top_k or cfg.top_k, expand=expand)
+        query = fit_search_text(r.message)[0]
+        primary = QueryRequest(query=query, search_text=search_text if search_text != query else None,
+                               mode=r.mode or cfg.mode, top_k=r.top_k or cfg.top_k, expand=expand)
         if not self.strategy.inject_types:
             return primary, None
         inject = primary.model_copy(update={"top_k": cfg.inject_top_k, "expand": ExpandRequest(depth=0),
@@ -206,6 +208,9 @@ class RagStrategyEngine(StrategyEngine):
         s = self._services
         search_text, condensed_by = await acondense(turn.request.message, turn.request.history, gate=s.gate,
                                                     prompt=self._condense)
+        search_text, input_notice = fit_search_text(search_text)
+        if input_notice:
+            yield ChatEvent(kind="input_notice", data={"message": input_notice, "searched_chars": len(search_text)})
         primary_req, inject_req = self._requests(turn, search_text)
         primary = await s.retriever.asearch(primary_req)
         injected = await s.retriever.asearch(inject_req) if inject_req is not None else None
@@ -220,7 +225,8 @@ class RagStrategyEngine(StrategyEngine):
                  "inject": None if injected is None else {"types": list(self.strategy.inject_types),
                                                           "hits": len(injected.nodes), "trace": injected.trace},
                  "merged": {"primary": len(primary.nodes), "injected": len(nodes) - len(primary.nodes)}}
-        base = {"query_id": query_id, "intent": self.name, "reason": turn.reason, "sources": sources, "trace": trace}
+        base = {"query_id": query_id, "intent": self.name, "reason": turn.reason, "sources": sources, "trace": trace,
+                "input_notice": input_notice}
 
         status = await s.gate.astatus()
         if not status.available:

@@ -4,19 +4,32 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from mindnet.errors import QueryError
 from mindnet.settings import RetrieverConfig
 
-Text = Annotated[str, Field(max_length=2000)]
+MAX_TEXT_CHARS = 2000
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+# characters one request may send to the embedding model (query or search_text, variants, hyde): embedding
+# cost grows faster than length, ten 2,000-character HyDE texts took 48 s of CPU
+EMBED_BUDGET_CHARS = 6000
 BUILTIN_EDGE_KINDS = frozenset({"references", "depends_on", "related_to", "mentions", "supports", "contradicts",
                                 "part_of", "blocks", "inspired_by", "belongs_to", "next", "prev"})
 
 
 class ExpandRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    depth: int | None = Field(None, description="graph hops around the hits (0 = none, at most 3; "
+    depth: StrictInt | None = Field(None, description="graph hops around the hits (0 = none, at most 3; "
                                                  "default: retriever.yaml expand.depth)")
     edge_types: list[str] | None = Field(None, description="edge kinds to follow (default: retriever.yaml)")
 
@@ -44,7 +57,7 @@ class QueryRequest(BaseModel):
     phrasings (dense + sparse), `hyde` hypothetical answers (dense only), `keywords` the sparse query."""
 
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(max_length=2000)
+    query: str = Field(max_length=MAX_TEXT_CHARS)
     search_text: Text | None = None
     variants: list[Text] = Field(default_factory=list, max_length=10)
     hyde: list[Text] = Field(default_factory=list, max_length=10)
@@ -53,9 +66,9 @@ class QueryRequest(BaseModel):
     top_k: StrictInt | None = None
     expand: ExpandRequest | None = None
     filters: Filters = Field(default_factory=Filters)
-    explain: bool = True
+    explain: StrictBool = True
     aggregate: Literal["sum", "max", "mean"] | None = Field(None, description="also return per-note results")
-    rerank: bool | None = None
+    rerank: StrictBool | None = None
 
     @field_validator("query")
     @classmethod
@@ -63,6 +76,15 @@ class QueryRequest(BaseModel):
         if not v.strip():
             raise ValueError("must not be empty; type what you are looking for")
         return v.strip()
+
+    @model_validator(mode="after")
+    def _embedding_budget(self) -> QueryRequest:
+        chars = sum(len(t) for t in self.texts()) + sum(len(h) for h in self.hyde)
+        if chars > EMBED_BUDGET_CHARS:
+            raise ValueError(f"the request would embed {chars} characters (query or search_text + variants + "
+                             f"hyde), over the per-request budget of {EMBED_BUDGET_CHARS}; send fewer or shorter "
+                             "texts")
+        return self
 
     @classmethod
     def build(cls, **fields: Any) -> QueryRequest:

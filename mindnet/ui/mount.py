@@ -10,8 +10,10 @@ elements from `mindnet/ui/elements/`.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
+import secrets
 import shutil
 from pathlib import Path
 
@@ -57,6 +59,23 @@ def configure_chainlit() -> None:
     config.features.edit_message = False
 
 
+def require_token_login(token: str) -> None:
+    """With MINDNET_API_TOKEN set, the chat asks for a login: any user name, the token as password. Chainlit
+    then refuses its socket and actions to anyone not logged in."""
+    import chainlit as cl
+    from chainlit.config import config
+    from chainlit.utils import wrap_user_function
+
+    async def check(username: str, password: str) -> cl.User | None:
+        if hmac.compare_digest(password.encode(), token.encode()):
+            return cl.User(identifier=username.strip() or "mindnet", metadata={"provider": "token"})
+        return None
+
+    config.code.password_auth_callback = wrap_user_function(check)
+    # Chainlit signs its login cookie with this secret; a fresh one per server start unless the user set one
+    os.environ.setdefault("CHAINLIT_AUTH_SECRET", secrets.token_urlsafe(32))
+
+
 def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:
     """Serve the chat at `path` (and redirect `/` there), using this process's `mindnet`. Once per process."""
     set_mindnet(mindnet)
@@ -74,6 +93,8 @@ def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:
     from chainlit.utils import mount_chainlit
 
     configure_chainlit()
+    if mindnet.settings.api_token:
+        require_token_login(mindnet.settings.api_token)
     mount_chainlit(app=app, target=str(APP_FILE), path=path)
     _mounted.append(path)
 

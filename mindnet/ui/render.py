@@ -75,7 +75,7 @@ def source_markdown(hit: Mapping[str, Any], *, vault_root: Path) -> str:
     path = str(hit.get("path") or "")
     lines = [f"### {escape(hit.get('title') or hit.get('note_id') or '?')}", ""]
     if path:
-        lines += [f"**Path:** {escape(path)}  ", f"**File:** `{(Path(vault_root) / path).as_posix()}`  ",
+        lines += [f"**Path:** {escape(path)}  ", f"**File:** {escape((Path(vault_root) / path).as_posix())}  ",
                   f"**Open in Obsidian:** [{escape(path)}]({obsidian_uri(vault_root, path)})  "]
     if hit.get("type"):
         lines.append(f"**Type:** {escape(hit['type'])}  ")
