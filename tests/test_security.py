@@ -143,7 +143,8 @@ async def test_websocket_handshake_from_a_foreign_origin_is_refused_and_the_own_
 @pytest.mark.parametrize("transport", ["websocket", "polling"])
 async def test_socketio_session_from_a_foreign_origin_cannot_connect(server: Server, transport: str) -> None:
     chat = Chat(server.url, EVIL)
-    with pytest.raises(socketio.exceptions.ConnectionError):
+    # refused handshake: the client reports ConnectionError, or "Connection closed" when the refusal races it
+    with pytest.raises((socketio.exceptions.ConnectionError, RuntimeError)):
         await chat.connect(transport)
     assert not chat.sio.connected and not [e for e in chat.events if e[0] == "new_message"]
 
