@@ -52,7 +52,7 @@ def _status(exc: MindnetError) -> int:
 
 
 class IngestRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     full: StrictBool = False   # "yes" or 1 must not start a full rebuild
 
 
@@ -135,7 +135,7 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
 
 
 class FeedbackRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     query_id: str = Field(max_length=100)
     node_id: str = Field("generated_answer", max_length=300)
     score: StrictInt                                   # true/1.0 are not scores
@@ -143,7 +143,7 @@ class FeedbackRequest(BaseModel):
 
 
 class DraftRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     markdown: str
     note_type: str = Field(max_length=200)
     overwrite: StrictBool = False

@@ -20,7 +20,7 @@ class ChatTurn(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)   # strict: "yes" or 1 is no boolean, "5" no count
 
     message: str = Field(max_length=MAX_MESSAGE_CHARS, description="the user's message (not blank)")
     history: list[ChatTurn] = Field(default_factory=list, max_length=MAX_HISTORY_TURNS,

@@ -191,13 +191,12 @@ class RagStrategyEngine(StrategyEngine):
         self._condense = load_prompt(CONDENSE_PROMPT, services.prompts_dir)
 
     def _requests(self, turn: Turn, search_text: str) -> tuple[QueryRequest, QueryRequest | None]:
-        r = turn.request
+        r = turn.request.model_copy(update={"message": fit_search_text(turn.request.message)[0]})
         cfg = self.strategy.retrieval or RetrievalSettings()
         expand = ExpandRequest(depth=cfg.expand_depth if r.expand_depth is None else r.expand_depth,
                                edge_types=r.edge_types)
-        query = fit_search_text(r.message)[0]
-        primary = QueryRequest(query=query, search_text=search_text if search_text != query else None,
-                               mode=r.mode or cfg.mode, top_k=r.top_k or cfg.top_k, expand=expand)
+        primary = QueryRequest(query=r.message, search_text=search_text if search_text != r.message.strip()
+                               else None, mode=r.mode or cfg.mode, top_k=r.top_k or cfg.top_k, expand=expand)
         if not self.strategy.inject_types:
             return primary, None
         inject = primary.model_copy(update={"top_k": cfg.inject_top_k, "expand": ExpandRequest(depth=0),

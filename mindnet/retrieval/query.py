@@ -8,7 +8,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    StrictBool,
     StrictInt,
     ValidationError,
     field_validator,
@@ -28,14 +27,14 @@ BUILTIN_EDGE_KINDS = frozenset({"references", "depends_on", "related_to", "menti
 
 
 class ExpandRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    depth: StrictInt | None = Field(None, description="graph hops around the hits (0 = none, at most 3; "
+    model_config = ConfigDict(extra="forbid", strict=True)   # strict: "yes" or 1 is no boolean, "5" no count
+    depth: int | None = Field(None, description="graph hops around the hits (0 = none, at most 3; "
                                                  "default: retriever.yaml expand.depth)")
     edge_types: list[str] | None = Field(None, description="edge kinds to follow (default: retriever.yaml)")
 
 
 class Filters(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     types: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     note_ids: list[str] = Field(default_factory=list)
@@ -56,7 +55,7 @@ class QueryRequest(BaseModel):
     """`query` is what the user asked; `search_text` (if given) is searched instead; `variants` are more
     phrasings (dense + sparse), `hyde` hypothetical answers (dense only), `keywords` the sparse query."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     query: str = Field(max_length=MAX_TEXT_CHARS)
     search_text: Text | None = None
     variants: list[Text] = Field(default_factory=list, max_length=10)
@@ -66,9 +65,9 @@ class QueryRequest(BaseModel):
     top_k: StrictInt | None = None
     expand: ExpandRequest | None = None
     filters: Filters = Field(default_factory=Filters)
-    explain: StrictBool = True
+    explain: bool = True
     aggregate: Literal["sum", "max", "mean"] | None = Field(None, description="also return per-note results")
-    rerank: StrictBool | None = None
+    rerank: bool | None = None
 
     @field_validator("query")
     @classmethod
