@@ -28,12 +28,10 @@ _DRAFT_INFOS = {"markdown", "md", "yaml", "yml", ""}   # code blocks that may ho
 _NESTING_INFOS = {"markdown", "md", ""}                # may contain inner ```lang blocks
 _MAX_TITLE = 80
 
-# Every pattern here runs on text a user or an LLM wrote: each must be linear (possessive quantifiers, no two
-# adjacent runs that can trade characters), or one line of spaces freezes the server
-_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*+(?P<info>[^`\s]*+)[^`]*+$")
-_KEY_LINE = re.compile(r"^[ \t]*+-?[ \t]*+(?P<key>[^\s:#\-\[\]{}][^:]*+):(?:[ \t]++(?P<value>.*))?$")  # key: strip
-_LIST_ITEM = re.compile(r"^[ \t]*+-(?:[ \t]++(?P<item>.*))?$")
-_HEADING = re.compile(r"^(?P<hashes>#{1,6})[ \t]++(?P<text>.*)$")   # text: see heading_text
+_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\s]*)[^`]*$")
+_KEY_LINE = re.compile(r"^[ \t]*-?[ \t]*(?P<key>[^\s:#\-\[\]{}][^:]*?)[ \t]*:(?:[ \t]+(?P<value>.*))?[ \t]*$")
+_LIST_ITEM = re.compile(r"^[ \t]*-(?:[ \t]+(?P<item>.*))?$")
+_HEADING = re.compile(r"^(?P<hashes>#{1,6})[ \t]+(?P<text>.*?)[ \t]*#*[ \t]*$")
 _FM_FENCE = {"---", "..."}
 _ID_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _ISO_DAY = re.compile(r"^(\d{4}-\d{2}-\d{2})")
@@ -55,11 +53,6 @@ class _NoAliasLoader(yaml.SafeLoader):
 
 def _load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
-
-
-def heading_text(raw: str) -> str:
-    """An ATX heading's text without its closing `#`s and spaces (string operations: linear)."""
-    return raw.rstrip(" \t").rstrip("#").rstrip(" \t")
 
 
 def refuse_yaml_references(markdown: str) -> None:
@@ -450,7 +443,7 @@ def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
         if fence is None:
             h = _HEADING.match(line)
             if h:
-                found.append((i, len(h["hashes"]), heading_text(h["text"])))
+                found.append((i, len(h["hashes"]), h["text"]))
     return found
 
 
