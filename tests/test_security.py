@@ -340,6 +340,67 @@ def test_yaml_alias_bomb_in_a_draft_is_refused_quickly(server: Server) -> None:
     assert not (server.vault / "projects" / "Bombe.md").exists()
 
 
+def test_draft_reading_past_its_time_budget_saves_nothing(tmp_path: Path, fake_ollama: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastapi.testclient import TestClient
+
+    from mindnet import service
+    m = chat_mindnet(tmp_path, fake_ollama.url)
+    real = m._sanitize_draft
+
+    def slow(markdown: str, note_type: str) -> Any:
+        time.sleep(1.0)
+        return real(markdown, note_type)
+
+    monkeypatch.setattr(service, "DRAFT_BUDGET_S", 0.2)
+    monkeypatch.setattr(m, "_sanitize_draft", slow)
+    files = sorted(p.relative_to(tmp_path) for p in (tmp_path / "vault").rglob("*.md"))
+    try:
+        with TestClient(create_app(m)) as client:
+            r = client.post("/drafts", json={"markdown": "---\ntitle: Langsam\n---\n# Langsam\n", "note_type": "task"})
+        time.sleep(1.2)   # the abandoned worker finishes reading; it must not save anything either
+    finally:
+        m.close()
+    assert r.status_code == 422 and "took over" in r.json()["detail"]
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "vault").rglob("*.md")) == files
+
+
+def test_bad_allowed_origins_setting_names_the_variable() -> None:
+    from mindnet.errors import ConfigError
+    from mindnet.settings import Settings
+    with pytest.raises(ConfigError, match="MINDNET_ALLOWED_ORIGINS.*not an origin"):
+        Settings.from_env({"MINDNET_ALLOWED_ORIGINS": "https://ok.example, notes.example/path"})
+    settings = Settings.from_env({"MINDNET_ALLOWED_ORIGINS": "HTTPS://Notes.Example:443, http://a.example:3000",
+                                  "MINDNET_ALLOWED_HOSTS": "box.local"})
+    assert settings.allowed_origins == ["https://notes.example", "http://a.example:3000"]
+    assert settings.allowed_hosts == ["box.local"]
+
+
+@pytest.mark.parametrize(("content", "status", "detail"), [
+    (b"[" * 100 + b"]" * 100, 422, "nested more than 64"),
+    (b"[" * 100_000, 422, "nested more than 64"),
+    (b'{"query": "' + b"x" * (9 * 1024 * 1024) + b'"}', 413, "over the limit"),
+])
+def test_json_bodies_are_bounded(server: Server, content: bytes, status: int, detail: str) -> None:
+    r = httpx.post(f"{server.url}/query", content=content, headers={"Content-Type": "application/json"}, timeout=60)
+    assert r.status_code == status and detail in r.json()["detail"]
+
+
+async def test_bad_socket_messages_leave_the_chat_working(server: Server) -> None:
+    chat = Chat(server.url, own_origin(server))
+    await chat.connect()
+    try:
+        for bad in (None, "x", {"message": None}, {"message": {"output": "\ud800" * 10}},
+                    {"message": {"id": "1", "output": ["a"], "type": "user_message"}}, {"fileReferences": 5}):
+            await chat.sio.emit("client_message", bad)
+        await asyncio.sleep(1)
+        events = await chat.ask("Was ist hybride Suche? " + "sehr lang " * 3000)
+        assert any(n == "element" and d["display"] == "side" for n, d in events)
+    finally:
+        await chat.sio.disconnect()
+    assert httpx.get(f"{server.url}/health", timeout=10).status_code == 200
+
+
 # --------------------------------------------------------------------------- chat input
 
 
