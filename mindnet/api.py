@@ -61,7 +61,7 @@ def public_text(text: str, settings: Settings) -> str:
     vault = Path(settings.vault_root)
     for root in dict.fromkeys([str(vault.resolve()), str(vault.absolute())]):
         text = text.replace(root + "/", "").replace(root, "<vault>")
-    for label, folder in (("config", settings.config_dir), ("prompts", settings.prompts_dir),
+    for label, folder in (("config", settings.config_dir or Path("config")), ("prompts", settings.prompts_dir),
                           ("cache", settings.cache_dir), ("logs", settings.log_dir),
                           ("qdrant", settings.qdrant_path)):
         for root in dict.fromkeys([str(Path(folder).resolve()), str(Path(folder).absolute())]):

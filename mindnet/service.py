@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from qdrant_client import QdrantClient
 
-from mindnet.backends import Embedder, EmbeddingCache, embedding_key, make_embedding
+from mindnet.backends import Embedder, EmbeddingCache, embedding_key, make_embedding, make_reranker
 from mindnet.errors import ImportRunningError
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
 from mindnet.logs import FlywheelLogs
@@ -36,6 +36,11 @@ DRAFT_BUDGET_S = 10.0   # seconds a server may spend reading one draft (a sane o
 
 
 class Mindnet:
+    """The whole of mindnet over one index: import (`ingest`), search (`query`, `retriever`), chat (`chat`),
+    drafts and logs, sharing one Qdrant client and embedding model. `Mindnet.from_env()` builds it from the
+    MINDNET_* settings; `Mindnet(settings, client=..., embed_model=...)` takes your own; `close()` releases
+    the local Qdrant folder."""
+
     def __init__(self, settings: Settings, *, client: QdrantClient | None = None,
                  embed_model: BaseEmbedding | None = None) -> None:
         self.settings = settings
@@ -71,14 +76,9 @@ class Mindnet:
 
     @cached_property
     def retriever(self) -> MindnetRetriever:
-        reranker = None
-        if self.settings.retriever.rerank.enabled:   # the head of the list reranked by the chat LLM (Ollama)
-            from llama_index.core.postprocessor import LLMRerank
-
-            from mindnet.backends import make_llm
-            reranker = LLMRerank(llm=make_llm(self.settings), top_n=self.settings.retriever.rerank.limit)
+        # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
         return MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
-                                              reranker=reranker, lock=self.index_lock)
+                                              reranker=make_reranker(self.settings), lock=self.index_lock)
 
     @cached_property
     def logs(self) -> FlywheelLogs:
