@@ -110,7 +110,7 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
         """Answers at once, also during an import: then with the counts of the last complete one."""
         m: Mindnet = app.state.mindnet
         importing = m.importing
-        counts = m.last_counts if importing else await asyncio.to_thread(m.counts)
+        counts = m.last_counts if importing else await asyncio.to_thread(m.counts, wait=False)
         return {"status": "ok", "importing": importing,
                 "counts_from": "last complete import" if importing else "index", "collections": counts,
                 "embedding": m.settings.embedding, "vault": Path(m.settings.vault_root).name}

@@ -125,11 +125,16 @@ class Mindnet:
     def importing(self) -> bool:
         return self._importing
 
-    def counts(self) -> dict[str, int]:
-        """Points per collection (0 for a missing one); waits for a running import."""
-        with self.index_lock:
+    def counts(self, *, wait: bool = True) -> dict[str, int]:
+        """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
+        step holds it) answers with the last counts instead of waiting for it."""
+        if not self.index_lock.acquire(blocking=wait or not self.last_counts):
+            return dict(self.last_counts)
+        try:
             self.last_counts = {kind: (self.client.count(name).count if self.client.collection_exists(name) else 0)
                                 for kind, name in self.settings.collections.items()}
+        finally:
+            self.index_lock.release()
         return dict(self.last_counts)
 
     def _after_import(self) -> None:
