@@ -40,7 +40,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 LOOPBACK_NAMES = frozenset({"localhost"})
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-OPEN_PATHS = ("/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/")
+# no token needed: liveness, the API docs, the redirect to the chat, and /open (the chat's "Open in Obsidian"
+# links are plain navigations without the bearer header; it only redirects to an obsidian:// URL)
+OPEN_PATHS = ("/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/", "/open")
 # Chainlit endpoints that take a form, a file or socket.io's text/plain polling (they stay behind the Origin
 # check and Chainlit's own login), relative to the UI mount
 UI_NON_JSON = ("/ws/", "/login", "/logout", "/auth/", "/set-session-cookie", "/project/file")

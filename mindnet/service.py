@@ -153,15 +153,24 @@ class Mindnet:
                                 record=self.record, logs=self.logs)
         return ChatEngine.from_services(services)
 
-    def _draft_target(self, markdown: str, note_type: str) -> tuple[NoteDraft, str | None]:
+    def _draft_target(self, markdown: str, note_type: str, *, new_name: bool = False
+                      ) -> tuple[NoteDraft, str | None]:
         draft = self._sanitize_draft(markdown, note_type)
         folder = self._draft_folder(note_type)
+        draft = self._named(draft, folder, new_name)
         self._check_id_free(draft, folder)
         return draft, folder
 
     def _draft_folder(self, note_type: str) -> str | None:
         spec = self.settings.types.types.get(note_type)
         return spec.folder if spec else None
+
+    def _named(self, draft: NoteDraft, folder: str | None, new_name: bool) -> NoteDraft:
+        """With `new_name`, the draft under the first free "Title (n)"."""
+        if not new_name:
+            return draft
+        from mindnet.chat.drafts import renamed
+        return renamed(draft, vault_root=self.settings.vault_root, folder=folder)
 
     def _sanitize_draft(self, markdown: str, note_type: str) -> NoteDraft:
         """The draft as a clean note; refuses unknown types, empty text and YAML anchors/aliases."""
@@ -220,9 +229,11 @@ class Mindnet:
                           max_bytes=self.settings.types.max_file_bytes)
         return self._import_saved(draft, path, self.ingest())
 
-    async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False) -> dict:
+    async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False,
+                          new_name: bool = False) -> dict:
         """`save_draft` for a server: all of its work in threads, so the event loop keeps answering, and the
-        sanitizing within DRAFT_BUDGET_S (past it, nothing is saved)."""
+        sanitizing within DRAFT_BUDGET_S (past it, nothing is saved); `new_name` saves under the first free
+        "Title (n)" instead."""
         from mindnet.chat.drafts import save_draft
         from mindnet.errors import DraftError
         try:
@@ -232,10 +243,22 @@ class Mindnet:
             raise DraftError(f"reading the draft took over {DRAFT_BUDGET_S:.0f} s; it was not saved",
                              hint="shorten the draft or simplify its frontmatter") from exc
         folder = self._draft_folder(note_type)
+        draft = await asyncio.to_thread(self._named, draft, folder, new_name)
         await asyncio.to_thread(self._check_id_free, draft, folder)
         path = await asyncio.to_thread(save_draft, draft, vault_root=self.settings.vault_root, folder=folder,
                                        overwrite=overwrite, max_bytes=self.settings.types.max_file_bytes)
         return self._import_saved(draft, path, await self.aingest())
+
+    def indexed_notes(self) -> list[dict]:
+        """title, type and link count of every indexed note ([] before the first import): the chat's starters."""
+        from mindnet.store.collections import names, scroll_points
+        notes = names(self.settings.collection_prefix)["notes"]
+        with self.index_lock:
+            if not self.client.collection_exists(notes):
+                return []
+            points = list(scroll_points(self.client, notes, fields=["title", "type", "edge_ids"]))
+        return [{"title": p.payload.get("title"), "type": p.payload.get("type"),
+                 "links": len(p.payload.get("edge_ids") or [])} for p in points]
 
     def close(self) -> None:
         if "client" in self.__dict__:

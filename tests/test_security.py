@@ -300,11 +300,13 @@ def test_serve_on_all_interfaces_without_token_warns(tmp_path: Path, monkeypatch
 # --------------------------------------------------------------------------- output hygiene
 
 
-def test_source_panel_file_line_is_escaped(tmp_path: Path) -> None:
-    hit = {"title": "t", "path": "a` [x](http://evil.example) `b.md", "text": "body"}
-    text = render.source_markdown(hit, vault_root=tmp_path)
-    file_line = next(line for line in text.splitlines() if line.startswith("**File:**"))
-    assert "](http" not in file_line and "`" not in file_line.replace("\\`", "")
+def test_source_file_names_cannot_break_out_into_markup() -> None:
+    path = "a` [x](http://evil.example) `b <img src=x>.md"
+    hit = {"title": "t", "path": path, "text": "body", "score": 0.5}
+    summary = render.source_summary(1, hit)   # Markdown under the answer: escaped
+    assert "](http" not in summary and "<img" not in summary and "`" not in summary.replace("\\`", "")
+    props = render.source_props(1, hit, query="q", query_id="x")   # the panel element gets data, not markup
+    assert props["path"] == path and props["open_url"].startswith("/open?path=a%60%20")
 
 
 def test_draft_file_names_drop_bidi_overrides() -> None:

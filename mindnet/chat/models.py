@@ -7,9 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-# input_notice: the message was longer than a search may be, and what was searched instead (before retrieval)
-EventKind = Literal["intent", "input_notice", "retrieval", "graph", "scoring", "generation", "token", "done",
-                    "error"]
+# "sources" comes as soon as retrieval has finished (before any token), so a client can show them while the
+# answer streams and keep them when generation fails or is stopped; "input_notice" (before retrieval) says that
+# the message was longer than a search may be, and what was searched instead
+EventKind = Literal["intent", "input_notice", "retrieval", "graph", "scoring", "sources", "generation", "token",
+                    "done", "error"]
 MAX_MESSAGE_CHARS = 32_000   # a pasted page or two; the search itself uses at most MAX_TEXT_CHARS of it
 MAX_HISTORY_TURNS = 200
 
@@ -30,6 +32,8 @@ class ChatRequest(BaseModel):
     top_k: StrictInt | None = Field(None, ge=1, le=50)
     expand_depth: StrictInt | None = Field(None, ge=0, le=3)
     edge_types: list[str] | None = Field(None, max_length=50)
+    draft_open: bool = Field(False, description="an interview draft is open in the client: follow-ups stay in "
+                                                "the interview until it is saved or discarded")
 
     @field_validator("message")
     @classmethod
@@ -54,6 +58,7 @@ class ChatResponse(BaseModel):
     generation_available: bool = True
     notice: str | None = None
     input_notice: str | None = Field(None, description="set when the message was cut to what a search can take")
+    cut_off: bool = Field(False, description="generation failed midway: `answer` is the part that arrived")
     trace: dict[str, Any] = Field(default_factory=dict)
 
 
