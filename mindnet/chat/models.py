@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 # the message was longer than a search may be, and what was searched instead
 EventKind = Literal["intent", "input_notice", "retrieval", "graph", "scoring", "sources", "generation", "token",
                     "done", "error"]
-MAX_MESSAGE_CHARS = 32_000   # a pasted page or two; the search itself uses at most MAX_TEXT_CHARS of it
+MAX_MESSAGE_CHARS = 24_000   # a pasted page or two; the search itself uses at most MAX_TEXT_CHARS of it
 MAX_HISTORY_TURNS = 200
 
 
