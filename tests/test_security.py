@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import importlib.util
 import json
 import os
 import random
@@ -396,7 +395,7 @@ async def test_bad_socket_messages_leave_the_chat_working(server: Server) -> Non
                     {"message": {"id": "1", "output": ["a"], "type": "user_message"}}, {"fileReferences": 5}):
             await chat.sio.emit("client_message", bad)
         await asyncio.sleep(1)
-        events = await chat.ask("Was ist hybride Suche? " + "sehr lang " * 3000)
+        events = await chat.ask("Was ist hybride Suche? " + "sehr lang " * 1500)
         assert any(n == "element" and d["display"] == "side" for n, d in events)
     finally:
         await chat.sio.disconnect()
@@ -492,16 +491,7 @@ HEAVY = {
 }
 
 
-# The import's own regexes (chunker and note-title headings, the BM25 splitter) hold the interpreter lock while
-# they backtrack, so its worker thread does not help there: they become linear on the sec-import branch (its
-# mindnet/vault/headings.py marks it). Until that is merged these two inputs still stall the server.
-SEC_IMPORT_MERGED = importlib.util.find_spec("mindnet.vault.headings") is not None
-NEEDS_LINEAR_IMPORT = pytest.mark.xfail(not SEC_IMPORT_MERGED, strict=False,
-                                        reason="needs the linear import regexes of the sec-import branch")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=NEEDS_LINEAR_IMPORT)
-                                  if n in ("heading of spaces", "bm25 splitter") else n for n in HEAVY])
+@pytest.mark.parametrize("name", list(HEAVY))
 def test_health_answers_while_heavy_input_is_processed(server: Server, name: str) -> None:
     path, body = HEAVY[name]
     response, latencies = health_while(server, lambda: httpx.post(f"{server.url}{path}", json=body, timeout=300))
