@@ -218,7 +218,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
     _ = mindnet.client   # open the index now: a locked Qdrant folder is reported before the server starts
-    app = create_app(mindnet, ui=not args.no_ui)
+    from mindnet.security import exposure_warning
+    warning = exposure_warning(args.host, mindnet.settings.api_token)
+    if warning:
+        err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
+    app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
     console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs)")
     uvicorn.run(app, host=args.host, port=port, log_level="warning")
     return 0

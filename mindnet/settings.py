@@ -343,6 +343,10 @@ class Settings(BaseModel):
     prompts_dir: Path = Field(default_factory=_default_prompts_dir)
     log_dir: Path = Path("./data/logs")
     cache_dir: Path = Path("./data/cache")
+    # who may call `mindnet serve` (mindnet/security.py); lists are comma- or space-separated in the environment
+    api_token: str | None = Field(None, repr=False, description="bearer token for the API, password of the UI")
+    allowed_origins: list[str] = Field(default_factory=list, description="web origins besides the server's own")
+    allowed_hosts: list[str] = Field(default_factory=list, description="Host names besides loopback and IPs")
     _local_config: Path = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
@@ -362,6 +366,18 @@ class Settings(BaseModel):
         if not v or not all(c.isalnum() or c in "_-" for c in v):
             raise ValueError("use letters, digits, '_' or '-' only")
         return v
+
+    @field_validator("allowed_origins", "allowed_hosts", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        from mindnet.security import split_list
+        return split_list(v) if isinstance(v, str) else v
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, v: list[str]) -> list[str]:
+        from mindnet.security import normalize_origin
+        return [normalize_origin(o) for o in v]   # ValueError names the bad entry
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

@@ -454,8 +454,6 @@ def test_too_long_message_never_shows_a_raw_pydantic_error(page: Page) -> None:
     assert page.get_by_text("errors.pydantic.dev", exact=False).count() == 0
 
 
-@pytest.mark.xfail(strict=True, reason="the server side (accept ~20k chars, trim the search text, add a notice) is "
-                                       "the sec-server branch's; remove this marker when it is merged")
 def test_long_message_is_answered_with_a_one_sentence_notice(page: Page) -> None:
     text = "Was ist hybride Suche? " + "Ich schreibe sehr viel Kontext dazu. " * 150   # ~5,600 characters
     ask(page, text)
