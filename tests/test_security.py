@@ -94,6 +94,13 @@ def websocket_handshake(port: int, origin: str, cookie: str | None = None) -> in
     return int(status_line.split()[1])
 
 
+def local_cookie(server: Server) -> str:
+    """Without a token the chat's one local user logs in by itself (the page does it at load)."""
+    login = httpx.post(f"{server.url}/ui/auth/header", headers={"Origin": own_origin(server)}, timeout=30)
+    assert login.status_code == 200, login.text
+    return "; ".join(f"{k}={v}" for k, v in login.cookies.items())
+
+
 class Chat:
     """A chat session over socket.io, as the page (or a foreign page) would open it."""
 
@@ -142,7 +149,7 @@ async def test_websocket_handshake_from_a_foreign_origin_is_refused_and_the_own_
 
 @pytest.mark.parametrize("transport", ["websocket", "polling"])
 async def test_socketio_session_from_a_foreign_origin_cannot_connect(server: Server, transport: str) -> None:
-    chat = Chat(server.url, EVIL)
+    chat = Chat(server.url, EVIL, cookie=local_cookie(server))
     # refused handshake: the client reports ConnectionError, or "Connection closed" when the refusal races it
     with pytest.raises((socketio.exceptions.ConnectionError, RuntimeError)):
         await chat.connect(transport)
@@ -159,7 +166,7 @@ async def test_chainlit_config_allowing_every_origin_does_not_reopen_the_socket(
 
 
 async def test_foreign_action_post_is_refused_and_saves_nothing_the_page_itself_can_save(server: Server) -> None:
-    chat = Chat(server.url, own_origin(server))
+    chat = Chat(server.url, own_origin(server), cookie=local_cookie(server))
     await chat.connect()
     try:
         events = await chat.ask("Neues Projekt anlegen: Kräutergarten auf dem Balkon")
@@ -181,7 +188,7 @@ async def test_foreign_action_post_is_refused_and_saves_nothing_the_page_itself_
 
 
 async def test_the_pages_own_chat_still_answers(server: Server) -> None:
-    chat = Chat(server.url, own_origin(server))
+    chat = Chat(server.url, own_origin(server), cookie=local_cookie(server))
     await chat.connect()
     try:
         events = await chat.ask("Was ist hybride Suche?")
@@ -263,6 +270,8 @@ async def test_token_server_chat_needs_a_login_with_the_token(token_server: Serv
     anonymous = Chat(token_server.url, own_origin(token_server))
     with pytest.raises(socketio.exceptions.ConnectionError):
         await anonymous.connect()
+    auto = httpx.post(f"{token_server.url}/ui/auth/header", headers={"Origin": own_origin(token_server)}, timeout=30)
+    assert auto.status_code >= 400                                # with a token, no one is logged in by itself
     bad = httpx.post(f"{token_server.url}/ui/login", data={"username": "me", "password": "wrong"},
                      headers={"Origin": own_origin(token_server)}, timeout=30)
     assert bad.status_code == 401
@@ -388,7 +397,7 @@ def test_json_bodies_are_bounded(server: Server, content: bytes, status: int, de
 
 
 async def test_bad_socket_messages_leave_the_chat_working(server: Server) -> None:
-    chat = Chat(server.url, own_origin(server))
+    chat = Chat(server.url, own_origin(server), cookie=local_cookie(server))
     await chat.connect()
     try:
         for bad in (None, "x", {"message": None}, {"message": {"output": "\ud800" * 10}},

@@ -26,7 +26,6 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 
 from mindnet.service import Mindnet
 from mindnet.ui.registry import set_mindnet
-from mindnet.ui.threads import enable_threads
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +155,8 @@ def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:
         log.warning("chainlit was imported before mount_ui and uses %s: the welcome page and the draft "
                     "editor may be missing there", APP_ROOT)
     from chainlit.utils import mount_chainlit
+
+    from mindnet.ui.threads import enable_threads  # imports chainlit: only once its root is set
 
     configure_chainlit()
     if mindnet.settings.api_token:
