@@ -137,7 +137,8 @@ class Chat:
 
     async def act(self, action: dict[str, Any], origin: str) -> httpx.Response:
         async with httpx.AsyncClient() as http:
-            return await http.post(f"{self.url}/ui/project/action", timeout=60, headers={"Origin": origin},
+            return await http.post(f"{self.url}/ui/project/action", timeout=60,
+                                   headers={"Origin": origin} | ({"Cookie": self.cookie} if self.cookie else {}),
                                    json={"sessionId": self.session_id, "action": action})
 
 

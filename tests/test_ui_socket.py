@@ -50,9 +50,9 @@ class ChatClient:
         async with httpx.AsyncClient() as http:
             login = await http.post(f"{self.url}/ui/auth/header")
         login.raise_for_status()
-        cookie = "; ".join(f"{k}={v}" for k, v in login.cookies.items())
+        self.cookie = "; ".join(f"{k}={v}" for k, v in login.cookies.items())
         await self.sio.connect(self.url, socketio_path="/ui/ws/socket.io", transports=["websocket"],
-                               headers={"Cookie": cookie},
+                               headers={"Cookie": self.cookie},
                                auth={"clientType": "webapp", "sessionId": self.session_id, "userEnv": "{}"})
         await self.sio.emit("connection_successful")
         await self.wait_for(lambda e: e[0] == "update_message" and e[1]["name"] == "on_chat_start")
@@ -85,7 +85,8 @@ class ChatClient:
         action = {**action, "payload": {**action["payload"], **payload}}
         body = {"sessionId": self.session_id, "action": action}
         async with httpx.AsyncClient() as http:
-            r = await http.post(f"{self.url}/ui/project/action", json=body, timeout=60)
+            r = await http.post(f"{self.url}/ui/project/action", json=body, timeout=60,
+                                headers={"Cookie": self.cookie})
         r.raise_for_status()
         await asyncio.sleep(0.3)   # let the messages the callback sent arrive
         return r.json()["response"]
