@@ -34,7 +34,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 # ---------------------------------------------------------------------------- ingest
 
 
-def render_import_report(report, as_json: bool) -> None:
+def render_import_report(report, as_json: bool, *, all_unresolved: bool = False) -> None:
     data = report.as_dict()
     if as_json:
         console.print_json(json.dumps(data))
@@ -43,7 +43,9 @@ def render_import_report(report, as_json: bool) -> None:
     for key in ("notes", "new", "changed", "unchanged", "deleted", "edges_rewritten", "chunks", "edges"):
         t.add_row(key, str(data[key]))
     t.add_row("edges by kind", ", ".join(f"{k} {v}" for k, v in data["edges_by_kind"].items()))
-    t.add_row("unresolved links", str(len(data["unresolved_links"])))
+    t.add_row("unresolved links", f"{data['unresolved_count']} to "
+                                  f"{len(report.unresolved_targets(None))} targets")
+    t.add_row("attachments", f"{data['attachments']} links to files (images, PDFs, ...)")
     t.add_row("embedding", f"{data['embedded_texts']} texts in {data['embedding_calls']} calls, "
                            f"{data['seconds_embedding']:.2f} s")
     other = data["seconds_total"] - data["seconds_embedding"]
@@ -52,9 +54,14 @@ def render_import_report(report, as_json: bool) -> None:
     console.print(t)
     for line in data["skipped"] + data["warnings"]:
         console.print(line, markup=False, highlight=False)
-    for u in data["unresolved_links"][:20]:
-        console.print(f"[dim]unresolved link[/dim] {escape(u['note'])}: {escape('[[' + u['link'] + ']]')}",
-                      highlight=False)
+    if all_unresolved:
+        for u in data["unresolved_links"]:
+            console.print(f"[dim]unresolved link[/dim] {escape(u['note'])}: {escape('[[' + u['link'] + ']]')}",
+                          highlight=False)
+    elif data["unresolved_top"]:
+        console.print("most frequent unresolved targets (--verbose lists every link):")
+        for u in data["unresolved_top"]:
+            console.print(f"  {u['count']:>5} x {escape('[[' + u['target'] + ']]')}", highlight=False)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -66,7 +73,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = _ingest_with_progress(app, vault, args)
     finally:
         app.close()   # releases the local Qdrant folder for the next process (or the next command)
-    render_import_report(report, args.json)
+    render_import_report(report, args.json, all_unresolved=args.verbose or args.list_all)
     if args.strict and report.issues:
         err_console.print(f"--strict: {len(report.issues)} problems reported; exiting with 1")
         return 1
@@ -276,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="drop the index and rebuild it")
     p.add_argument("--strict", action="store_true", help="exit 1 when any note was skipped or warned about")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--verbose", dest="list_all", action="store_true",
+                   help="list every unresolved link (default: the 10 most frequent targets and a count)")
 
     p = sub.add_parser("dry-run", help="print notes/chunks/edges payloads as JSON without Qdrant or embeddings")
     p.add_argument("vault", nargs="?")

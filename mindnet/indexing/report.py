@@ -40,6 +40,16 @@ class ImportReport:
     def edges(self) -> int:
         return sum(self.edges_by_kind.values())
 
+    @property
+    def attachments(self) -> int:
+        """Links and embeds of files that are not notes (images, PDFs, ...): counted, never unresolved."""
+        return self.edges_by_kind.get("attachment", 0)
+
+    def unresolved_targets(self, limit: int | None = 10) -> list[tuple[str, int]]:
+        """The most frequent unresolved link targets with their counts (all of them when `limit` is None)."""
+        counts = Counter(target for _, target in self.unresolved)
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
     def as_dict(self) -> dict:
         return {
             "vault": self.vault, "notes": self.notes, "new": self.new, "changed": self.changed,
@@ -47,6 +57,9 @@ class ImportReport:
             "skipped": [str(i) for i in self.skipped], "warnings": [str(i) for i in self.warnings],
             "chunks": self.chunks, "edges": self.edges, "edges_by_kind": dict(sorted(self.edges_by_kind.items())),
             "unresolved_links": [{"note": p, "link": t} for p, t in self.unresolved],
+            "unresolved_count": len(self.unresolved),
+            "unresolved_top": [{"target": t, "count": n} for t, n in self.unresolved_targets(10)],
+            "attachments": self.attachments,
             "embedded_texts": self.embedded_texts, "embedding_calls": self.embedding_calls,
             "seconds_total": round(self.seconds_total, 3), "seconds_embedding": round(self.seconds_embedding, 3),
             "seconds_mentions": round(self.seconds_mentions, 3), "mention_edges": self.mention_edges,

@@ -70,8 +70,8 @@ def check_index(client: QdrantClient, prefix: str) -> IntegrityReport:
         if e.get("note_id") in note_edges and e["edge_id"] not in note_edges[e["note_id"]]:
             report.unlisted.append(e["edge_id"])
         if not e.get("resolved", True):
-            if str(e.get("rule_id", "")).startswith("edge_defaults"):
-                continue   # the type's default edge repeats an unresolved link already counted
+            if str(e.get("rule_id", "")).startswith(("edge_defaults", "attachment")):
+                continue   # a default edge repeats a link already counted; an attachment is a file, not a note
             report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"]})
         elif e["source_id"] not in known or e["target_id"] not in known:
             report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
