@@ -110,7 +110,7 @@ def make_questions(vault: Path, types: TypesConfig) -> list[VaultQuestion]:
     out: list[VaultQuestion] = []
     for note in sorted(notes, key=lambda n: n.path):
         for i, text in enumerate(questions_for(note), start=1):
-            out.append(VaultQuestion(f"{note.note_id}#q{i}", text, gold_paths=[note.path]))
+            out.append(VaultQuestion(f"{note.path.removesuffix('.md')}#q{i}", text, gold_paths=[note.path]))
     if not out:
         raise VaultError("no question could be made: no note has a description, summary, alias or a sentence "
                          f"of {MIN_WORDS}+ words", path=str(vault), hint="write a questions file by hand")
