@@ -17,7 +17,8 @@ from mindnet.evaluation.vault_queries import gold_qrels, load_questions, make_qu
 WORDS = ["apple", "banana", "cherry", "orchard", "tropical", "stone"]
 VAULT = {
     "fruit/apple.md": "---\ntitle: Apple\ndescription: crisp orchard apple\n---\n# Apple\n\napple apple orchard",
-    "fruit/banana.md": "---\nid: banana\ntitle: Banana\naliases: [tropical banana]\n---\n# Banana\n\nbanana tropical yellow",
+    "fruit/banana.md": "---\nid: banana\ntitle: Banana\naliases: [tropical banana]\n---\n# Banana\n\n"
+                       "banana tropical yellow",
     "fruit/cherry.md": "# Cherry\n\nA cherry is a small stone fruit with a pit.\n\nMore on cherry later.",
     "index.md": "# Index\n\n[[Apple]] [[Banana]] [[Cherry]]",
 }
