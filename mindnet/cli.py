@@ -137,9 +137,10 @@ def render_hits(data: dict, explain: bool) -> None:
         t.add_column("why", overflow="fold")
     for i, h in enumerate(data["hits"], 1):
         b = h["score_breakdown"] or {}
+        more = f" (+{len(h['passages'])} passages)" if h.get("passages") else ""
         row = [str(i), f"{h['score']:.3f}",
                f"sem {b.get('semantic_term', 0):.3f} + edge {b.get('edge_term', 0):.3f} + "
-               f"cent {b.get('centrality_term', 0):.3f}", escape(h["title"] or ""), escape(h["path"] or "")]
+               f"cent {b.get('centrality_term', 0):.3f}", escape((h["title"] or "") + more), escape(h["path"] or "")]
         if explain:
             row.append(escape("\n".join((h.get("explanation") or {}).get("reasons", [])[:4])))
         t.add_row(*row)
@@ -154,7 +155,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         expand=None if args.expand_depth is None and args.edge_types is None else
         {"depth": args.expand_depth, "edge_types": args.edge_types.split(",") if args.edge_types else None},
         filters={"types": args.type or [], "tags": args.tag or [], "path_prefix": args.path_prefix},
-        explain=args.explain, variants=args.variant or [], keywords=args.keyword or [])
+        explain=args.explain, variants=args.variant or [], keywords=args.keyword or [], group=args.group)
     mindnet = Mindnet(_settings(args))
     try:
         data = mindnet.query(request)
@@ -304,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", action="append", help="another phrasing of the query (repeatable)")
     p.add_argument("--keyword", action="append", help="keyword for the lexical search (repeatable)")
     p.add_argument("--explain", action="store_true", help="show why each hit ranks where it does")
+    p.add_argument("--group", choices=["note", "chunk"], help="distinct notes (default) or chunks")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("eval", help="measure retrieval on a BEIR benchmark or on your own vault")
