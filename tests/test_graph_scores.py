@@ -48,18 +48,26 @@ def test_global_pagerank_is_relative_to_the_average_note() -> None:
 
 
 def test_edge_bonus_weights_relevance_and_the_source_s_specificity() -> None:
-    # a links to 40 notes (specificity 0.5), b only to t; b is half as relevant as a:
-    # B_edge(t) = (1.0 * 1.0 * 0.5 + 0.8 * 0.5 * 1.0) / 2 seeds = 0.45
-    stats = GraphStats([edge("a", "t"), *(edge("a", f"x{i}") for i in range(39)), edge("b", "t", 0.8)])
+    # a links to 40 notes (specificity 0.5), b only to t; b is half as relevant as a; 2 of 400 notes link to t,
+    # so chance gives 2 seeds x 2 / 400 = 0.01 linkers: B_edge(t) = (1.0 * 1.0 * 0.5 + 0.8 * 0.5 - 0.01) / 2
+    stats = GraphStats([edge("a", "t"), *(edge("a", f"x{i}") for i in range(39)), edge("b", "t", 0.8)], 400)
     sub = subgraph([("a", "t", 1.0), ("b", "t", 0.8)], {"a": 0.9, "b": 0.45}, stats)
-    assert sub.edge_bonus("t") == pytest.approx(0.45)
+    assert sub.edge_bonus("t") == pytest.approx(0.445)
+
+
+def test_edge_bonus_subtracts_what_chance_gives_a_note_most_of_the_vault_links_to() -> None:
+    # 3 of 4 notes link to t; both seeds linking to it is what chance predicts (2 x 3 / 4 = 1.5 > 1.4)
+    stats = GraphStats([edge("a", "t"), edge("b", "t", 0.8), edge("c", "t")])
+    sub = subgraph([("a", "t", 1.0), ("b", "t", 0.8)], {"a": 0.9, "b": 0.45}, stats)
+    assert sub.edge_bonus("t") == 0.0
 
 
 def test_edge_bonus_damps_a_hub_target() -> None:
-    # t has 40 incoming links in the vault (specificity 0.5): (1.0 + 0.8 * 0.5) / 2 * 0.5 = 0.35
-    stats = GraphStats([edge("a", "t"), edge("b", "t", 0.8), *(edge(f"y{i}", "t") for i in range(38))])
+    # t has 40 incoming links among 400 notes (specificity 0.5; chance 2 x 40 / 400 = 0.2 linkers):
+    # (1.0 + 0.8 * 0.5 - 0.2) * 0.5 / 2 = 0.3
+    stats = GraphStats([edge("a", "t"), edge("b", "t", 0.8), *(edge(f"y{i}", "t") for i in range(38))], 400)
     sub = subgraph([("a", "t", 1.0), ("b", "t", 0.8)], {"a": 0.9, "b": 0.45}, stats)
-    assert sub.edge_bonus("t") == pytest.approx(0.35)
+    assert sub.edge_bonus("t") == pytest.approx(0.3)
 
 
 def test_link_flow_counts_only_what_arrives_over_links() -> None:
@@ -125,5 +133,5 @@ def test_explanation_says_who_links_and_that_a_hub_is_damped() -> None:
     c = next(n for n in nodes if n.node.metadata["note_id"] == "c").node.metadata["explanation"]
     assert c["graph"]["linked_from"] == ["a", "b"]
     assert (c["graph"]["in_links"], c["graph"]["hub_factor"]) == (40, 0.5)
-    assert c["reasons"][1].startswith("linked from 2 of the 10 best hits ('A', 'B') -> edge +")
+    assert c["reasons"][1].startswith("linked from 2 of the 3 best hits ('A', 'B') -> edge +")
     assert "hub with 40 incoming links: damped (x0.50)" in c["reasons"]

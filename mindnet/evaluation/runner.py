@@ -94,6 +94,7 @@ class EvalReport:
     import_report: dict[str, Any]
     modes: dict[str, dict[str, Any]] = field(default_factory=dict)
     mocs: dict[str, Any] | None = None
+    top3: dict[str, dict[str, list[str]]] = field(default_factory=dict)   # mode -> query id -> first 3 notes
 
     def as_dict(self) -> dict[str, Any]:
         out = {"dataset": self.dataset, "embedding": self.embedding, "docs": self.docs,
@@ -101,6 +102,7 @@ class EvalReport:
                "import": self.import_report, "modes": self.modes}
         if self.mocs is not None:
             out["mocs"] = self.mocs
+        out["top3"] = self.top3
         return out
 
 
@@ -298,7 +300,7 @@ def run_eval(folder: str | Path, *, base: Settings, embedding: str | None = None
     return EvalReport(dataset=dataset.name, embedding=embedding, docs=len(dataset.corpus),
                       queries=len(dataset.queries), top_k=TOP_K, work_dir=str(work), depth=depth,
                       import_report=_import_figures(report), modes=summarise(target, runs),
-                      mocs=moc_figures(target, runs, mocs) if mocs is not None else None)
+                      mocs=moc_figures(target, runs, mocs) if mocs is not None else None, top3=top3(runs))
 
 
 def run_vault_eval(vault: str | Path, *, base: Settings, queries: str | Path | None = None,
@@ -335,7 +337,11 @@ def run_vault_eval(vault: str | Path, *, base: Settings, queries: str | Path | N
         app.close()
     return EvalReport(dataset=vault.name, embedding=embedding, docs=len(paths), queries=len(questions),
                       top_k=TOP_K, work_dir=str(work), depth=depth, import_report=_import_figures(report),
-                      modes=summarise(target, runs))
+                      modes=summarise(target, runs), top3=top3(runs))
+
+
+def top3(runs: Runs) -> dict[str, dict[str, list[str]]]:
+    return {name: {q: ids[:3] for q, ids in runs.ranking(name).items()} for name in runs.raw}
 
 
 def _import_figures(report: ImportReport) -> dict[str, Any]:

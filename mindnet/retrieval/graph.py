@@ -5,8 +5,11 @@ names. Both bonuses are on an absolute scale (nothing is normalised to the best 
 hubs with the vault-wide figures of `GraphStats`:
 
     spec(k)  = min(1, sqrt(hub_degree / k))            specificity of a note with k distinct links (1 = not a hub)
-    B_edge   = sum over seed notes s linking to n of  conf(s, n) * rel(s) * spec(out(s)) * spec(in(n))  / #seeds
-               rel(s) = s's semantic score / the best seed's: a link from a weak hit counts less
+    B_edge   = max(0, sum over seed notes s linking to n of conf(s, n) * rel(s) * spec(out(s))
+                      - K * in(n) / N) * spec(in(n)) / K           (K seeds, N notes in the vault)
+               rel(s) = s's semantic score / the best seed's: a link from a weak hit counts less;
+               K * in(n) / N = the seeds expected to link to n by chance (a hub linked by half the vault
+               gets nothing for being linked by half the hits)
     B_cent   = share(n) * min(1, 1 / pr_rel(n))
                share(n) = the part of a personalised PageRank walk (restarting at the seeds by relevance, edges
                weighted by confidence x spec(out(source))) that arrives at n over a link: 0..1
@@ -127,13 +130,24 @@ class Subgraph:
 
     def edge_bonus(self, note_id: str) -> float:
         """B_edge (see the module docstring): each linking seed counts once, by its strongest edge, weighted by
-        its relevance and by the specificity of both ends; divided by the number of seeds (0..1)."""
+        its relevance and by the specificity of both ends, minus what chance gives a note that in(n) of the
+        vault's N notes link to (K seeds x in(n) / N); divided by the number of seeds K (0..1)."""
         if note_id not in self.graph or not self.seeds:
             return 0.0
         spec_in = self.stats.spec_in(note_id)
         total = sum(min(1.0, self.graph[s][note_id]["confidence"]) * self.relevance(s) * self.stats.spec_out(s)
                     for s in self.linkers(note_id))
-        return float(total * spec_in) / len(self.seeds)
+        return max(0.0, total * spec_in - self.expected_linkers(note_id) * spec_in) / self.relevant_seeds
+
+    @property
+    def relevant_seeds(self) -> int:
+        """K: the seeds with some semantic evidence (a seed scoring 0 is no hit)."""
+        return max(1, sum(w > 0 for w in self.seeds.values()))
+
+    def expected_linkers(self, note_id: str) -> float:
+        """How many of the seeds would link here by chance: K x the share of all notes that link here."""
+        notes = max(self.stats.notes, 1)
+        return self.relevant_seeds * self.stats.in_degree.get(note_id, 0) / notes
 
     def centrality_bonus(self, note_id: str) -> float:
         """B_cent (see the module docstring): the share of the seeds' walk reaching the note over links, damped by

@@ -143,7 +143,8 @@ class MindnetScorer(BaseNodePostprocessor):
         stats = subgraph.stats
         linkers = subgraph.linkers(note_id)
         return GraphEvidence(
-            seeds=len(subgraph.seeds), linked_from=linkers, linked_from_titles=[titles.get(n) or n for n in linkers],
+            seeds=subgraph.relevant_seeds, linked_from=linkers,
+            linked_from_titles=[titles.get(n) or n for n in linkers],
             in_links=stats.in_degree.get(note_id, 0), out_links=stats.out_degree.get(note_id, 0),
             hub_factor=round(stats.spec_in(note_id), 4), pagerank_rel=round(stats.pr_rel.get(note_id, 0.0), 4),
             centrality_damping=round(stats.hub_damping(note_id), 4),
