@@ -6,8 +6,11 @@ so links heal and mentions appear without special scripts. Only what differs fro
     embedded (through the cache) and rewritten; its stale chunks and edges are removed;
   - an unchanged note whose derived edges changed gets only its edges rewritten;
   - notes gone from the vault lose their note, chunks and edges.
-Per note the order is chunks -> edges -> note record, and the note record carries the fingerprint: a run
-that dies half-way leaves notes that simply look changed to the next run, which finishes the job.
+Per note the order is: a pending note record listing every chunk and edge id old and new (write-ahead), then
+chunks -> edges -> the final note record carrying the fingerprint. An edge-only rewrite follows the same order.
+A run that dies half-way leaves pending notes that simply look changed to the next run, which finishes the job
+and deletes the listed chunks and edges its new record does not list. Points no record lists at all (left by
+older versions) are removed at the start of the next run.
 Embeddings are computed before anything of a note is touched, so a failed embedding leaves its previous
 version intact.
 """
@@ -87,6 +90,12 @@ def _as_point_node(node: TextNode, embedding: list[float]) -> TextNode:
             copy.relationships[rel] = RelatedNodeInfo(node_id=coll.point_id(copy.relationships[rel].node_id))
     copy.embedding = embedding
     return copy
+
+
+def _skipped_now(path: str, skipped: list[Issue]) -> bool:
+    """Whether this run could not read `path`: the file itself, or a folder above it (issue path ends in /)."""
+    return any(path == i.path or (i.path.endswith("/") and (path.startswith(i.path) or i.path == "./"))
+               for i in skipped)
 
 
 def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_key: str = "",
@@ -252,6 +261,37 @@ class Importer:
             else:
                 report.new += 1
 
+    def _relink(self, relinked: list[PlannedNote], stored: dict[str, dict]) -> None:
+        """Rewrite only the edges of unchanged notes, under the same write-ahead record as changed notes: a
+        run that dies after the edge write leaves a pending note, which the next run rewrites whole."""
+        for i in range(0, len(relinked), BATCH_NOTES):
+            batch = relinked[i:i + BATCH_NOTES]
+            self._write_notes(batch, pending={p.note.note_id: stored.get(p.note.note_id) for p in batch})
+            self._write_edges([(p, stored[p.note.note_id]) for p in batch])
+            self._write_notes(batch)
+
+    def _remove_unlisted(self, stored: dict[str, dict]) -> int:
+        """Delete chunks and edges that no note record lists. Since every write is announced by a pending record
+        first, only an index written by an older version (which rewrote an unchanged note's edges before its
+        record) can hold such points, and nothing else would ever remove them. Counting is cheap, so the scan
+        of every point runs only when a collection holds more points than the records list."""
+        removed = 0
+        for kind, field in (("chunks", "chunk_ids"), ("edges", "edge_ids")):
+            keys = {key for record in stored.values() for key in record.get(field, [])}
+            collection = self.names[kind]
+            if self.client.count(collection, exact=True).count <= len(keys):
+                continue
+            listed = {coll.point_id(key) for key in keys}
+            stale = [str(p.id) for p in coll.scroll_points(self.client, collection, fields=["note_id"])
+                     if str(p.id) not in listed]
+            for i in range(0, len(stale), 512):
+                self.client.delete(collection, points_selector=qm.PointIdsList(points=stale[i:i + 512]))
+            removed += len(stale)
+        if removed:
+            log.warning("removed %d chunks and edges that no note listed (left by an interrupted older import)",
+                        removed)
+        return removed
+
     def _delete_notes(self, note_ids: list[str]) -> None:
         if not note_ids:
             return
@@ -293,19 +333,21 @@ class Importer:
             coll.ensure_collections(self.client, self.prefix, dim)
         coll.tune_local_storage(self.client, self.prefix)
         current = {p.note.note_id for p in planned}
-        # a note that fails to parse now keeps its previous version until it is fixed
-        unreadable = {i.path for i in report.skipped}
-        gone = [nid for nid, old in stored.items() if nid not in current and old.get("path") not in unreadable]
+        # a note that cannot be read now (or sits in a folder that cannot be listed) keeps its previous version
+        gone = [nid for nid, old in stored.items()
+                if nid not in current and not _skipped_now(old.get("path", ""), report.skipped)]
         self._delete_notes(gone)
         report.deleted = len(gone)
+        if stored:
+            kept = set(stored) - set(gone)
+            self._remove_unlisted({nid: stored[nid] for nid in kept})
 
         changed_ids = {p.note.note_id for p in changed}
         relinked = [p for p in planned if p.note.note_id not in changed_ids
                     and stored[p.note.note_id].get("edges_hash") != p.edges_hash]
         report.unchanged = len(planned) - len(changed)
         if relinked:
-            self._write_edges([(p, stored[p.note.note_id]) for p in relinked])
-            self._write_notes(relinked)
+            self._relink(relinked, stored)
             report.edges_rewritten = len(relinked)
 
         store = chunk_vector_store(self.client, self.prefix)
