@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from qdrant_client import QdrantClient
 
-from mindnet.backends import Embedder, EmbeddingCache, embedding_key, make_embedding
+from mindnet.backends import (
+    Embedder,
+    EmbeddingCache,
+    embedding_batch_size,
+    embedding_key,
+    embedding_parallel_calls,
+    make_embedding,
+)
 from mindnet.errors import ImportRunningError
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
 from mindnet.logs import FlywheelLogs
@@ -59,12 +66,14 @@ class Mindnet:
     @cached_property
     def embedder(self) -> Embedder:
         cache = EmbeddingCache(self.settings.cache_dir / "embeddings.sqlite")
-        return Embedder(self.embed_model, embedding_key(self.settings), cache)
+        return Embedder(self.embed_model, embedding_key(self.settings), cache,
+                        batch_size=embedding_batch_size(self.settings),
+                        parallel=embedding_parallel_calls(self.settings))
 
     @cached_property
     def importer(self) -> Importer:
         return Importer(client=self.client, prefix=self.settings.collection_prefix, embedder=self.embedder,
-                        types=self.settings.types, concurrency=self.settings.embed_concurrency)
+                        types=self.settings.types)
 
     @cached_property
     def retriever(self) -> MindnetRetriever:

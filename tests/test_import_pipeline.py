@@ -365,7 +365,7 @@ def test_second_process_on_the_same_qdrant_folder_is_told_who_holds_it(tmp_path)
 
 
 def test_one_bad_vector_in_a_shared_embedding_call_fails_only_its_note(tmp_path, make_app, fake_ollama) -> None:
-    # make_app's concurrency puts several notes into one backend call; the bad one must fail alone
+    # several notes share one backend call; the bad one must fail alone (the call is split until it stands alone)
     files = {f"n{i}.md": f"# N{i}\n\ntext {i}" for i in range(12)} | {"bad.md": "# Bad\n\npoison"}
     write_vault(tmp_path / "vault", files)
     original = fake_ollama.embed_fn

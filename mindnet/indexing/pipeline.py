@@ -41,8 +41,9 @@ from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue, scan_vault
 
 log = logging.getLogger(__name__)
-PIPELINE_VERSION = "2"      # bump when chunking or payloads change shape: every note is rebuilt
-BATCH_NOTES = 64            # notes embedded together (in `concurrency` calls), then written together
+PIPELINE_VERSION = "3"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
+                            # (3: passages cut on the model's token budget)
+BATCH_NOTES = 64            # notes embedded together (the embedder batches and parallelises), then written
 Progress = Callable[[int, int, str], None]
 
 
@@ -123,15 +124,13 @@ def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str
 
 
 class Importer:
-    def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig,
-                 concurrency: int = 5) -> None:
+    def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig) -> None:
         self.client = client
         self.prefix = prefix
         self.names = coll.names(prefix)
         self.embedder = embedder
         self.types = types
         self.parser = MarkdownNoteParser.from_config(types)
-        self.concurrency = concurrency
 
     def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None) -> list[PlannedNote]:
         return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners)
@@ -187,36 +186,25 @@ class Importer:
         if points:
             self.client.upsert(self.names["notes"], points=points)
 
-    async def _embed(self, p: PlannedNote, sem: asyncio.Semaphore) -> list[list[float]]:
-        async with sem:
-            return await self.embedder.aembed([embedding_input(n) for n in p.nodes], what=p.note.path)
-
-    async def _embed_group(self, group: list[PlannedNote], sem: asyncio.Semaphore
-                           ) -> list[list[list[float]] | BaseException]:
-        """One backend call for the texts of several notes (short notes are one text each, and a call per text
-        is slow); when that call fails, each note is embedded alone so one bad note fails alone."""
-        texts = [embedding_input(n) for p in group for n in p.nodes]
-        try:
-            async with sem:
-                vectors = await self.embedder.aembed(texts, what=f"{len(group)} notes from {group[0].note.path}")
-        except EmbeddingError:
-            return list(await asyncio.gather(*(self._embed(p, sem) for p in group), return_exceptions=True))
-        out: list[list[list[float]] | BaseException] = []
-        for p in group:
-            out.append(vectors[: len(p.nodes)])
-            vectors = vectors[len(p.nodes):]
+    async def _embed_batch(self, batch: list[PlannedNote]) -> list[list[list[float]] | EmbeddingError]:
+        """The vectors of each note's chunks, or the error of its first text the backend failed on. Identical
+        windows (repeated boilerplate, a copied note) are embedded once."""
+        owner = {}
+        for p in batch:
+            for n in p.nodes:
+                owner.setdefault(embedding_input(n), p.note.path)
+        outcome = await self.embedder.aembed_many(list(owner), what=lambda t: owner.get(t, "?"))
+        out: list[list[list[float]] | EmbeddingError] = []
+        for p in batch:
+            texts = [embedding_input(n) for n in p.nodes]
+            failed = next((outcome.failed[t] for t in texts if t in outcome.failed), None)
+            out.append(failed if failed is not None else [outcome.vectors[t] for t in texts])
         return out
 
     async def _write_changed(self, batch: list[PlannedNote], stored: dict[str, dict], store: QdrantVectorStore,
-                             report: ImportReport, sem: asyncio.Semaphore) -> None:
+                             report: ImportReport) -> None:
         start = time.perf_counter()
-        k = max(1, min(self.concurrency, len(batch)))       # `concurrency` calls in flight at once
-        groups = [batch[i::k] for i in range(k)]
-        by_note: dict[str, list[list[float]] | BaseException] = {}
-        for group, res in zip(groups, await asyncio.gather(*(self._embed_group(g, sem) for g in groups)),
-                              strict=True):
-            by_note.update({p.note.note_id: r for p, r in zip(group, res, strict=True)})
-        results = [by_note[p.note.note_id] for p in batch]
+        results = await self._embed_batch(batch)
         report.seconds_embedding += time.perf_counter() - start   # wall time: the calls overlap
         ok: list[tuple[PlannedNote, list[list[float]]]] = []
         for p, res in zip(batch, results, strict=True):
@@ -303,11 +291,10 @@ class Importer:
             report.edges_rewritten = len(relinked)
 
         store = chunk_vector_store(self.client, self.prefix)
-        sem = asyncio.Semaphore(self.concurrency)
         done = 0
         for i in range(0, len(changed), BATCH_NOTES):
             batch = changed[i:i + BATCH_NOTES]
-            await self._write_changed(batch, stored, store, report, sem)
+            await self._write_changed(batch, stored, store, report)
             done += len(batch)
             if progress:
                 progress(done, len(changed), batch[-1].note.path)
