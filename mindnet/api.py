@@ -80,8 +80,11 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
         m: Mindnet = app.state.mindnet
         counts = {kind: (m.client.count(name).count if m.client.collection_exists(name) else 0)
                   for kind, name in names(m.settings.collection_prefix).items()}
-        return {"status": "ok", "collections": counts, "embedding": m.settings.embedding,
+        body = {"status": "ok", "collections": counts, "embedding": m.settings.embedding,
                 "vault": str(m.settings.vault_root)}
+        if m.live is not None:   # the live index: watcher state and the last re-import (mindnet.live)
+            body["live"] = m.live.status()
+        return body
 
     @app.post("/query")
     async def query(request: QueryRequest) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def render_import_report(report, as_json: bool) -> None:
         console.print_json(json.dumps(data))
         return
     t = Table(title=f"Import of {escape(data['vault'])}", show_header=False)
-    for key in ("notes", "new", "changed", "unchanged", "deleted", "edges_rewritten", "chunks", "edges"):
+    for key in ("notes", "new", "changed", "moved", "unchanged", "deleted", "edges_rewritten", "chunks", "edges"):
         t.add_row(key, str(data[key]))
     t.add_row("edges by kind", ", ".join(f"{k} {v}" for k, v in data["edges_by_kind"].items()))
     t.add_row("unresolved links", str(len(data["unresolved_links"])))
@@ -202,14 +203,51 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mindnet.api import create_app
+    from mindnet.live import LiveIndex
     from mindnet.service import Mindnet
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
     _ = mindnet.client   # open the index now: a locked Qdrant folder is reported before the server starts
     app = create_app(mindnet, ui=not args.no_ui)
-    console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs)")
-    uvicorn.run(app, host=args.host, port=port, log_level="warning")
+    # the index follows the vault: a catch-up import in the background, then one per batch of saves
+    mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start()
+    following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"
+    console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs); {following}")
+    try:
+        uvicorn.run(app, host=args.host, port=port, log_level="warning")
+    finally:
+        mindnet.live.stop()
     return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from mindnet.live import LiveIndex, Reimport
+    from mindnet.service import Mindnet
+    mindnet = Mindnet(_settings(args))
+    _ = mindnet.client
+
+    def show(r: Reimport) -> None:
+        d = r.as_dict()
+        what = ", ".join(f"{k} {d[k]}" for k in ("new", "changed", "moved", "deleted") if d[k]) or "no changes"
+        console.print(f"re-imported {escape(r.label)!r} in {r.seconds:.1f} s: {what}", highlight=False)
+        for line in d["skipped"]:
+            console.print(escape(line), highlight=False)
+
+    live = LiveIndex(mindnet, watch=True)
+    live.on_reimport(show)
+    console.print(f"watching {escape(str(mindnet.settings.vault_root))} and "
+                  f"{escape(str(mindnet.settings.types_path))}; Ctrl-C stops", highlight=False)
+    shown = None
+    try:
+        live.start()
+        while True:   # Ctrl-C ends it (main reports the interruption)
+            time.sleep(1)
+            if live.error and live.error != shown:
+                err_console.print(f"[red]error:[/red] {escape(live.error)}", highlight=False)
+            shown = live.error
+    finally:
+        live.stop()
+        mindnet.close()
 
 
 # ---------------------------------------------------------------------------- feedback-report
@@ -245,7 +283,7 @@ def cmd_feedback_report(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "eval": cmd_eval,
-    "serve": cmd_serve, "feedback-report": cmd_feedback_report,
+    "serve": cmd_serve, "watch": cmd_watch, "feedback-report": cmd_feedback_report,
 }
 
 
@@ -294,6 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="default: 8001, or 8002 with --dev")
     p.add_argument("--dev", action="store_true", help="development instance: port 8002 unless --port is given")
     p.add_argument("--no-ui", action="store_true", help="serve only the HTTP API, without the chat at /ui")
+    p.add_argument("--no-watch", action="store_true", help="do not re-import the vault when its files change")
+
+    p = sub.add_parser("watch", help="follow the vault: re-import each batch of saved, moved or deleted notes")
+    p.add_argument("vault", nargs="?", help="vault folder (default: MINDNET_VAULT_ROOT or the sample vault)")
 
     p = sub.add_parser("feedback-report", help="summarise the ratings per strategy and per note (data flywheel)")
     p.add_argument("--json", action="store_true")

@@ -36,6 +36,7 @@ from mindnet.store.collections import point_id
 if TYPE_CHECKING:
     from mindnet.chat.engine import ChatEngine
     from mindnet.chat.sanitizer import NoteDraft
+    from mindnet.live import LiveIndex
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class Mindnet:
         # import waits for it, instead of meeting half-written or dropped collections)
         self.index_lock = threading.Lock()
         self._importing = False
+        self.live: LiveIndex | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
 
     @classmethod
     def from_env(cls, **overrides: object) -> Mindnet:
@@ -125,6 +127,15 @@ class Mindnet:
             return await asyncio.to_thread(self.ingest, vault, full=full, progress=progress)
         finally:
             self._importing = False
+
+    def reload_types(self) -> None:
+        """Read the types config again (it changed on disk); the next import rebuilds the notes it affects.
+        An invalid file raises ConfigError and the config in force stays."""
+        from mindnet.settings import TypesConfig, load_yaml_model
+        types = load_yaml_model(self.settings.types_path, TypesConfig)
+        with self.index_lock:
+            self.settings.__dict__["types"] = types
+            self.__dict__.pop("importer", None)
 
     def _after_import(self) -> None:
         if "retriever" in self.__dict__:

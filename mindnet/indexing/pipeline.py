@@ -229,10 +229,13 @@ class Importer:
         self._write_edges([(p, stored.get(p.note.note_id)) for p, _ in ok])
         self._write_notes([p for p, _ in ok])
         for p, _ in ok:
-            if p.note.note_id in stored:
-                report.changed += 1
-            else:
+            old = stored.get(p.note.note_id)
+            if old is None:
                 report.new += 1
+            elif old.get("path") != p.note.path:
+                report.moved += 1     # renamed with its id kept: the same note, its vectors from the cache
+            else:
+                report.changed += 1
 
     def _delete_notes(self, note_ids: list[str]) -> None:
         if not note_ids:

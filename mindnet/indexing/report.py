@@ -16,6 +16,7 @@ class ImportReport:
     changed: int = 0
     unchanged: int = 0
     deleted: int = 0
+    moved: int = 0               # renamed or moved files whose note id stayed (frontmatter `id:`)
     edges_rewritten: int = 0     # unchanged notes whose edges changed (a link healed, a mention appeared)
     chunks: int = 0
     edges_by_kind: Counter = field(default_factory=Counter)
@@ -43,7 +44,8 @@ class ImportReport:
     def as_dict(self) -> dict:
         return {
             "vault": self.vault, "notes": self.notes, "new": self.new, "changed": self.changed,
-            "unchanged": self.unchanged, "deleted": self.deleted, "edges_rewritten": self.edges_rewritten,
+            "unchanged": self.unchanged, "deleted": self.deleted, "moved": self.moved,
+            "edges_rewritten": self.edges_rewritten,
             "skipped": [str(i) for i in self.skipped], "warnings": [str(i) for i in self.warnings],
             "chunks": self.chunks, "edges": self.edges, "edges_by_kind": dict(sorted(self.edges_by_kind.items())),
             "unresolved_links": [{"note": p, "link": t} for p, t in self.unresolved],
