@@ -7,6 +7,7 @@ attach to the same app.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -78,10 +79,17 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
     @app.get("/health")
     async def health() -> dict[str, Any]:
         m: Mindnet = app.state.mindnet
-        counts = {kind: (m.client.count(name).count if m.client.collection_exists(name) else 0)
-                  for kind, name in names(m.settings.collection_prefix).items()}
+
+        def count() -> dict[str, int]:   # the local client is shared with a running import: take turns
+            with m.index_lock:
+                return {kind: (m.client.count(name).count if m.client.collection_exists(name) else 0)
+                        for kind, name in names(m.settings.collection_prefix).items()}
+
+        counts = await asyncio.to_thread(count)
         body = {"status": "ok", "collections": counts, "embedding": m.settings.embedding,
                 "vault": str(m.settings.vault_root)}
+        # the running (or last) import: phase, notes, texts embedded / total, texts/s, ETA (mindnet.indexing.progress)
+        body["import"] = m.progress.as_dict()
         if m.live is not None:   # the live index: watcher state and the last re-import (mindnet.live)
             body["live"] = m.live.status()
         return body

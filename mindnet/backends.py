@@ -307,6 +307,12 @@ class Embedder:
         self.cache.put_many(self.key, fresh)
         return fresh
 
+    def cached_vectors(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors the cache already holds for `texts` (by input text); never calls the backend."""
+        fitted = {t: self.fit(t) for t in dict.fromkeys(texts)}
+        cached = self._cached(list(fitted.values()))
+        return {t: cached[d] for t, f in fitted.items() if (d := self.cache.digest(f)) in cached}
+
     async def aembed(self, texts: Sequence[str], *, what: str = "embedding") -> list[list[float]]:
         """Vectors for `texts` in order; raises EmbeddingError when the backend fails."""
         fitted = [self.fit(t) for t in texts]

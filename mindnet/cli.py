@@ -46,7 +46,9 @@ def render_import_report(report, as_json: bool) -> None:
     t.add_row("edges by kind", ", ".join(f"{k} {v}" for k, v in data["edges_by_kind"].items()))
     t.add_row("unresolved links", str(len(data["unresolved_links"])))
     t.add_row("embedding", f"{data['embedded_texts']} texts in {data['embedding_calls']} calls, "
-                           f"{data['seconds_embedding']:.2f} s")
+                           f"{data['seconds_embedding']:.2f} s; searchable after {data['seconds_phase1']:.2f} s")
+    if data["vectors_missing"]:
+        t.add_row("not embedded yet", f"{data['vectors_missing']} chunks (run the import again to add them)")
     other = data["seconds_total"] - data["seconds_embedding"]
     share = 100 * other / data["seconds_total"] if data["seconds_total"] else 0
     t.add_row("time", f"{data['seconds_total']:.2f} s total, {other:.2f} s ({share:.0f}%) besides embedding")
@@ -118,12 +120,17 @@ def cmd_check(args: argparse.Namespace) -> int:
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
+        if data["unembedded"]:
+            console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
+                          f"`mindnet ingest` or a running server adds their vectors)")
         verdict = "[green]index OK[/green]" if data["ok"] else "[red]index BROKEN[/red]: run `mindnet ingest --full`"
         console.print(verdict)
     return 1 if report.broken else 0
 
 
 def render_hits(data: dict, explain: bool) -> None:
+    if (data.get("trace") or {}).get("notice"):
+        err_console.print(f"[yellow]note:[/yellow] {escape(data['trace']['notice'])}", highlight=False)
     t = Table(title=f"{data['mode']} search (query_id {data['query_id']})")
     for col in ("#", "score", "breakdown", "title", "path"):
         t.add_column(col, overflow="fold")

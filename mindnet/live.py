@@ -167,7 +167,8 @@ class LiveIndex:
                 return
         start = time.perf_counter()
         try:
-            report: ImportReport = self.mindnet.ingest()
+            # newer changes (or a stop) end phase 2 early: their phase 1 runs first, then the embedding goes on
+            report: ImportReport = self.mindnet.ingest(should_stop=lambda: self._wake.is_set() or self._stop.is_set())
         except MindnetError as exc:
             self.error = str(exc)
             log.warning("re-import failed: %s", exc)

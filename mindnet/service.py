@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from mindnet.backends import (
 )
 from mindnet.errors import ImportRunningError
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
+from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
 from mindnet.retrieval.query import QueryRequest
 from mindnet.retrieval.results import hit_dict, result_dict
@@ -49,7 +51,11 @@ class Mindnet:
         self._embed_model = embed_model
         # local Qdrant is one client per process: imports and searches take turns on it (a search during an
         # import waits for it, instead of meeting half-written or dropped collections)
-        self.index_lock = threading.Lock()
+        self.index_lock = threading.RLock()   # re-entrant: a full rebuild holds it across its steps
+        # one import at a time; it takes `index_lock` only for each write step, so searches run in between
+        self.import_lock = threading.Lock()
+        self.progress = ImportProgress()
+        self._wanted = threading.Event()       # another import waits for `import_lock`
         self._importing = False
         self.live: LiveIndex | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
 
@@ -75,7 +81,8 @@ class Mindnet:
     @cached_property
     def importer(self) -> Importer:
         return Importer(client=self.client, prefix=self.settings.collection_prefix, embedder=self.embedder,
-                        types=self.settings.types)
+                        types=self.settings.types, lock=self.index_lock, progress=self.progress,
+                        on_written=self._after_import, on_embedded=self._after_vectors)
 
     @cached_property
     def retriever(self) -> MindnetRetriever:
@@ -109,11 +116,20 @@ class Mindnet:
         result = await self.retriever.asearch(request)
         return result_dict(result, self.record(request, result), explain=request.explain)
 
-    def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
-               ) -> ImportReport:
-        with self.index_lock:
+    def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None,
+               should_stop: Callable[[], bool] | None = None) -> ImportReport:
+        """Import the vault (phase 1, then phase 2); searches keep answering between its write steps."""
+        # a running import yields to this one at its next phase-2 batch (this run embeds what is left)
+        self._wanted.set()
+        with self.import_lock:
+            self._wanted.clear()
+
+            def stop() -> bool:
+                return self._wanted.is_set() or bool(should_stop and should_stop())
+
             try:
-                return self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress)
+                return self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress,
+                                         should_stop=stop)
             finally:
                 self._after_import()
 
@@ -133,13 +149,17 @@ class Mindnet:
         An invalid file raises ConfigError and the config in force stays."""
         from mindnet.settings import TypesConfig, load_yaml_model
         types = load_yaml_model(self.settings.types_path, TypesConfig)
-        with self.index_lock:
+        with self.import_lock:
             self.settings.__dict__["types"] = types
             self.__dict__.pop("importer", None)
 
     def _after_import(self) -> None:
         if "retriever" in self.__dict__:
             self.retriever.invalidate()
+
+    def _after_vectors(self) -> None:
+        if "retriever" in self.__dict__:
+            self.retriever.vectors_changed()
 
     # ------------------------------------------------------------------ chat
 

@@ -181,3 +181,32 @@ def test_mindnet_watch_command_reimports_a_saved_note(tmp_path, vault, fake_olla
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_save_during_a_long_embedding_is_searchable_before_the_embedding_ends(tmp_path, make_app,
+                                                                                 fake_ollama) -> None:
+    from mindnet.retrieval.query import QueryRequest
+    write_vault(tmp_path / "vault", {f"n{i:02d}.md": note(f"Notiz {i}", f"Text {i}.", f"n{i}") for i in range(40)})
+    app = make_app(types_config=write_types(tmp_path / "types.yaml"), embed_concurrency=1)
+    app.embedder.batch_size = 4
+    fake_ollama.latency = 0.5                     # phase 2: 10 calls of 4 texts, half a second each
+    live = LiveIndex(app, watch=True).start()
+    try:
+        deadline = time.monotonic() + WAIT
+        while app.progress.as_dict()["phase"] != "embedding" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (vault := tmp_path / "vault" / "neu.md").write_text(note("Neu", "Kürbiskernöl aus der Steiermark.", "neu"),
+                                                           encoding="utf-8")
+        found = None
+        while time.monotonic() < deadline and not found:
+            found = [h for h in app.query(QueryRequest(query="Kürbiskernöl", mode="hybrid"))["hits"]
+                     if h["note_id"] == "neu"]
+            time.sleep(0.05)
+        assert found and app.progress.as_dict()["texts_embedded"] < 41   # found before everything was embedded
+        wait_for(live, 2)
+        assert check_index(app.client, "t").unembedded == 0 and vault.exists()
+        from mindnet.store.collections import DENSE, point_id
+        stored = app.client.retrieve("t_chunks", ids=[point_id("neu#c01")], with_vectors=[DENSE])
+        assert len(stored[0].vector[DENSE]) == fake_ollama.dim      # with its vector once embedded
+    finally:
+        live.stop()

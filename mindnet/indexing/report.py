@@ -27,6 +27,9 @@ class ImportReport:
     seconds_total: float = 0.0
     seconds_embedding: float = 0.0
     seconds_mentions: float = 0.0
+    seconds_phase1: float = 0.0    # notes, chunks and edges written (searchable from here on)
+    vectors_missing: int = 0       # chunks still without a dense vector (backend failed, or stopped early)
+    stopped_early: bool = False    # phase 2 stopped for newer changes; the next run continues it
     mention_edges: int = 0
 
     @property
@@ -52,4 +55,6 @@ class ImportReport:
             "embedded_texts": self.embedded_texts, "embedding_calls": self.embedding_calls,
             "seconds_total": round(self.seconds_total, 3), "seconds_embedding": round(self.seconds_embedding, 3),
             "seconds_mentions": round(self.seconds_mentions, 3), "mention_edges": self.mention_edges,
+            "seconds_phase1": round(self.seconds_phase1, 3), "vectors_missing": self.vectors_missing,
+            "stopped_early": self.stopped_early,
         }

@@ -36,7 +36,7 @@ from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQu
 from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, load_titles
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local
-from mindnet.store.collections import DENSE, SPARSE, names, scroll_points
+from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
 
 log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
@@ -51,6 +51,7 @@ class Candidate:
     lexical: float = 0.0
     via_graph: bool = False
     semantic: float = 0.0
+    embedded: bool = True           # False: the import has not added its dense vector yet (phase 2)
 
 
 @dataclass
@@ -89,6 +90,7 @@ class MindnetRetriever(BaseRetriever):
         self._edge_index: EdgeIndex | None = None
         self._lexical_index: LexicalIndex | None = None
         self._titles: dict[str, str] = {}
+        self._unembedded: tuple[int, int] | None = None   # (chunks without dense vector, all chunks)
         self.cache_edges = is_local(client)  # a server answers filtered scrolls from payload indexes
 
     def invalidate(self) -> None:
@@ -96,6 +98,18 @@ class MindnetRetriever(BaseRetriever):
         self._edge_index = None
         self._lexical_index = None
         self._titles = {}
+        self._unembedded = None
+
+    def vectors_changed(self) -> None:
+        """Dense vectors were added (phase 2 of an import): recount the chunks still without one."""
+        self._unembedded = None
+
+    def _coverage(self) -> tuple[int, int]:
+        """(chunks without a dense vector, all chunks), counted once per change of the index."""
+        if self._unembedded is None:
+            total = self.client.count(self.collection, exact=True).count
+            self._unembedded = (count_without_vector(self.client, self.prefix), total)
+        return self._unembedded
 
     def _lexical(self) -> LexicalIndex | None:
         if not self.cache_edges:
@@ -178,22 +192,26 @@ class MindnetRetriever(BaseRetriever):
         need_vectors = len(dense_vecs) > 1
         cands: dict[str, Candidate] = {}
 
-        def add(points: list[Any], via_graph: bool = False) -> None:
+        def add(points: list[Any], via_graph: bool = False, dense_scores: bool = False) -> None:
+            """`dense_scores`: the points come from a dense search, so a point's score is its cosine."""
             for p in points:
                 pid = str(p.id)
                 if pid in cands or not self._keep(q, p.payload or {}):
                     continue
                 vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else p.vector
                 c = Candidate(pid, p.payload or {}, _unit(vec) if vec is not None else None, via_graph=via_graph)
-                if vec is None:
+                if vec is None and dense_scores:
                     c.dense = float(p.score)
+                elif vec is None:
+                    c.embedded = False   # found by keywords; its vector is not there yet
                 cands[pid] = c
 
         dense_limit = (pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)) * widen
         for vec in dense_vecs:
             add(self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
                                          limit=dense_limit, with_payload=True,
-                                         with_vectors=[DENSE] if need_vectors else False).points)
+                                         with_vectors=[DENSE] if need_vectors else False).points,
+                dense_scores=True)
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
         sparse_queries: list[qm.SparseVector] = []
@@ -227,6 +245,7 @@ class MindnetRetriever(BaseRetriever):
         lo, hi = self._dense_bounds(cands.values())
         self._fuse(q, cands.values(), lo, hi)
         trace["candidates"] = len(cands)
+        self._trace_coverage(q, trace)
 
         subgraph: Subgraph | None = None
         if q.mode == "hybrid" and q.depth > 0 and cands:
@@ -260,13 +279,28 @@ class MindnetRetriever(BaseRetriever):
         notes = aggregate_by_note(scored, q.aggregate) if q.aggregate else None
         return RetrievalResult(nodes=scored[: q.top_k], query=q, notes=notes, trace=trace)
 
+    def _trace_coverage(self, q: ResolvedQuery, trace: dict) -> None:
+        """How many chunks the dense search cannot see yet; semantic mode says what it misses."""
+        missing, total = self._coverage()
+        trace["unembedded_chunks"] = missing
+        if not missing:
+            return
+        if q.mode == "semantic":
+            trace["notice"] = (f"semantic search covers {total - missing} of {total} chunks: {missing} are not "
+                               f"embedded yet (an import is adding their vectors), so notes among them are "
+                               f"missing here; hybrid mode finds them by keywords and links")
+        else:
+            trace["notice"] = (f"{missing} of {total} chunks are not embedded yet: hybrid search finds them by "
+                               f"keywords and links, and by meaning once the import has embedded them")
+
     def _score(self, q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | None) -> list[NodeWithScore]:
         """Rank every candidate by the formula, then build nodes and explanations only for the ones shown
         (all of them when per-note aggregation or reranking needs more than top_k)."""
         hybrid = q.mode == "hybrid"
         ranked = []
         for c in cands:
-            b = self.scorer.breakdown(semantic=c.semantic, dense=c.dense, lexical=c.lexical if hybrid else None,
+            b = self.scorer.breakdown(semantic=c.semantic, dense=c.dense if c.embedded else None,
+                                      lexical=c.lexical if hybrid else None,
                                       retriever_weight=float(c.payload.get("retriever_weight", 1.0)),
                                       note_id=str(c.payload.get("note_id", "")), subgraph=subgraph)
             ranked.append((-b.total, str(c.payload.get("chunk_id", c.point_id)), c, b))
@@ -276,8 +310,14 @@ class MindnetRetriever(BaseRetriever):
         titles = self.scorer.titles_for(subgraph, self._titles if self.cache_edges else None)
         for _, _, c, _ in ranked[:keep]:
             titles.setdefault(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
-        return [self.scorer.finish(self._to_node(c, hybrid=hybrid).node, b, subgraph, titles)
-                for _, _, c, b in ranked[:keep]]
+        out = []
+        for _, _, c, b in ranked[:keep]:
+            node = self.scorer.finish(self._to_node(c, hybrid=hybrid).node, b, subgraph, titles)
+            if not c.embedded:
+                node.node.metadata["explanation"]["reasons"].insert(
+                    1, "not embedded yet (the import is still adding vectors): ranked by keywords and links only")
+            out.append(node)
+        return out
 
     def _add_by_id(self, point_ids: list[str], add: Any) -> None:
         if point_ids:
@@ -313,7 +353,7 @@ class MindnetRetriever(BaseRetriever):
 
     @staticmethod
     def _dense_bounds(cands: Any) -> tuple[float, float]:
-        values = [c.dense for c in cands]
+        values = [c.dense for c in cands if c.embedded]
         return (min(values), max(values)) if values else (0.0, 1.0)
 
     def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float) -> None:
@@ -321,6 +361,8 @@ class MindnetRetriever(BaseRetriever):
         for c in cands:
             if q.mode == "semantic":
                 c.semantic = c.dense
+            elif not c.embedded:   # no dense score to fuse yet: keywords alone (the graph adds its bonus)
+                c.semantic = c.lexical
             else:
                 dn = (c.dense - lo) / (hi - lo) if hi > lo else 1.0
                 c.semantic = alpha * min(1.0, max(0.0, dn)) + (1 - alpha) * c.lexical
@@ -345,10 +387,12 @@ class MindnetRetriever(BaseRetriever):
                     *((flt.must or []) if flt else [])]
             points = [p for p in scroll_points(self.client, self.collection, scroll_filter=qm.Filter(must=must),
                                                vectors=[DENSE]) if self._keep(q, p.payload or {})]
-        found = [Candidate(str(p.id), p.payload or {}, _unit(p.vector[DENSE]), via_graph=True) for p in points]
+        found = [Candidate(str(p.id), p.payload or {}, _unit(vec) if (vec := (p.vector or {}).get(DENSE)) is not None
+                           else None, via_graph=True, embedded=vec is not None) for p in points]
         matrix = np.stack(dense_vecs)
         for c in found:
-            c.dense = float(np.max(matrix @ c.vector))
+            if c.vector is not None:
+                c.dense = float(np.max(matrix @ c.vector))
         self._lexical_scores(found, sparse_queries, lexical_max, None)
         best: dict[str, Candidate] = {}
         for c in found:
@@ -361,6 +405,7 @@ class MindnetRetriever(BaseRetriever):
     def _to_node(c: Candidate, *, hybrid: bool) -> NodeWithScore:
         """`lexical` is None in semantic mode: no BM25 score was computed, so none is shown."""
         node = metadata_dict_to_node(c.payload)
-        node.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense,
-                                       "lexical": c.lexical if hybrid else None, "via_graph": c.via_graph}
+        node.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense if c.embedded else None,
+                                       "lexical": c.lexical if hybrid else None, "via_graph": c.via_graph,
+                                       "embedded": c.embedded}
         return NodeWithScore(node=node, score=c.semantic)
