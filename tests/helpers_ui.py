@@ -79,7 +79,7 @@ class ChatServer:
         env.pop("CHAINLIT_APP_ROOT", None)
         return env
 
-    def start(self, timeout: float = 60.0) -> ChatServer:
+    def start(self, timeout: float = 120.0) -> ChatServer:   # generous: 2 cores shared by many processes
         shutil.copytree(SAMPLE_VAULT, self.vault)
         cli = [sys.executable, "-m", "mindnet.cli"]
         subprocess.run([*cli, "ingest", "--json"], env=self.env, cwd=self.root, check=True,

