@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +25,7 @@ from mindnet.backends import (
     embedding_parallel_calls,
     make_embedding,
 )
-from mindnet.errors import ImportRunningError
+from mindnet.errors import EmptyIndexError, ImportRunningError
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
@@ -109,12 +110,26 @@ class Mindnet:
 
     def query(self, request: QueryRequest) -> dict:
         """Search, log, and return the JSON-able result (query_id, hits with breakdowns and explanations)."""
-        result = self.retriever.search(request)
+        with self._first_import_note():
+            result = self.retriever.search(request)
         return result_dict(result, self.record(request, result), explain=request.explain)
 
     async def aquery(self, request: QueryRequest) -> dict:
-        result = await self.retriever.asearch(request)
+        with self._first_import_note():
+            result = await self.retriever.asearch(request)
         return result_dict(result, self.record(request, result), explain=request.explain)
+
+    @contextmanager
+    def _first_import_note(self) -> Iterator[None]:
+        """An empty index while the first import runs is a matter of seconds: say so, not "import first"."""
+        try:
+            yield
+        except EmptyIndexError as exc:
+            if not self.progress.as_dict()["running"]:
+                raise
+            raise EmptyIndexError(f"the first import is reading the vault ({self.progress.notes_total} notes "
+                                  f"so far); search works as soon as it has written the first notes, in a few "
+                                  f"seconds") from exc
 
     def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None,
                should_stop: Callable[[], bool] | None = None) -> ImportReport:

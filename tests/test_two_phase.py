@@ -160,3 +160,16 @@ def test_kill_9_in_phase_2_then_a_rerun_leaves_a_correct_index(tmp_path, make_ap
     assert after.as_dict()["ok"] and after.unembedded == 0
     paths = sorted(p["path"] for p in scroll_payloads(app.client, "mindnet_notes", ["path"]))
     assert paths == sorted(notes(40))
+
+
+def test_a_query_before_the_first_notes_are_written_says_the_import_is_running(tmp_path, make_app) -> None:
+    import pytest
+
+    from mindnet.errors import EmptyIndexError
+    app = make_app()
+    with pytest.raises(EmptyIndexError, match="import your vault first"):
+        app.query(QueryRequest(query="x"))
+    app.progress.start()                           # what the import does first
+    app.progress.update(notes_total=1000)
+    with pytest.raises(EmptyIndexError, match=r"the first import is reading the vault \(1000 notes so far\)"):
+        app.query(QueryRequest(query="x"))

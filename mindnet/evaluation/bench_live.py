@@ -146,8 +146,11 @@ def _index_matches_vault(env: dict[str, str], cwd: Path, vault: Path) -> dict:
     dry = json.loads(_cli(["dry-run", str(vault)], env, cwd, 600).stdout)
     snippet = ("import json,sys\nfrom mindnet.service import Mindnet\nm=Mindnet.from_env()\n"
                "from mindnet.store.collections import scroll_points as s\n"
-               "n=sorted(p.payload['path'] for p in s(m.client,'live_notes',fields=['path']))\n"
-               "c=sorted(p.payload['chunk_id'] for p in s(m.client,'live_chunks',fields=['chunk_id']))\n"
+               "e=m.client.collection_exists\n"
+               "n=sorted(p.payload['path'] for p in s(m.client,'live_notes',fields=['path'])) "
+               "if e('live_notes') else []\n"
+               "c=sorted(p.payload['chunk_id'] for p in s(m.client,'live_chunks',fields=['chunk_id'])) "
+               "if e('live_chunks') else []\n"
                "print(json.dumps({'notes':n,'chunks':c}))")
     stored = json.loads(subprocess.run([sys.executable, "-c", snippet], env=env, cwd=cwd, capture_output=True,
                                        text=True, check=True).stdout)
