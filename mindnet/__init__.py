@@ -11,6 +11,7 @@ from typing import Any
 
 _EXPORTS = {
     "MarkdownNoteParser": "mindnet.indexing.node_parser",
+    "read_vault": "mindnet.indexing.documents",
     "MindnetRetriever": "mindnet.retrieval.retriever",
     "RetrievalResult": "mindnet.retrieval.retriever",
     "MindnetScorer": "mindnet.retrieval.scorer",

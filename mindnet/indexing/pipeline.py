@@ -78,8 +78,10 @@ def edges_fingerprint(edges: list[Edge]) -> str:
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()
 
 
-def chunk_vector_store(client: QdrantClient, prefix: str) -> QdrantVectorStore:
-    """The chunks collection as a LlamaIndex vector store (dense + our local BM25 sparse vectors)."""
+def chunk_vector_store(client: QdrantClient, prefix: str = "mindnet") -> QdrantVectorStore:
+    """The chunks collection `<prefix>_chunks` as a LlamaIndex `QdrantVectorStore` (dense + mindnet's local BM25
+    sparse vectors), e.g. for `VectorStoreIndex.from_vector_store(chunk_vector_store(client), embed_model=...)`
+    over an index `mindnet ingest` built; `client` comes from `open_client(settings)`."""
     return QdrantVectorStore(client=client, collection_name=coll.names(prefix)["chunks"], enable_hybrid=True,
                              sparse_doc_fn=sparse_doc_fn, sparse_query_fn=sparse_query_fn,
                              dense_vector_name=coll.DENSE, sparse_vector_name=coll.SPARSE, batch_size=128)
@@ -121,6 +123,10 @@ def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str
 
 
 class Importer:
+    """The incremental vault import: notes, chunks and edges into the three collections; unchanged notes cost
+    nothing, deleted notes leave nothing behind, one bad file is a report line. Usually built for you by
+    `Mindnet.from_env().importer`; `importer.run(vault_path, full=False)` returns the `ImportReport`."""
+
     def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig,
                  lock: AbstractContextManager | None = None, progress: ImportProgress | None = None,
                  on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None

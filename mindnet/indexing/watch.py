@@ -61,7 +61,8 @@ def watch_vault(vault: Path, types_path: Path, stop: threading.Event, *, quiet_m
     flt = VaultFilter(vault, types_path)
     paths = [vault]
     if flt.relative(str(types_path)) is None:
-        paths.append(types_path.parent)   # a folder, not the file: an atomic save replaces the file's inode
+        # a folder, not the file (an atomic save replaces the file's inode); the real one, not a symlink to it
+        paths.append(types_path.resolve().parent)
     for changes in watch(*paths, watch_filter=flt, step=quiet_ms, debounce=max_wait_ms, stop_event=stop,
                          rust_timeout=500, raise_interrupt=False):
         config = any(Path(p).resolve() == flt.types_path for _, p in changes)

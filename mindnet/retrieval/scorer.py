@@ -18,7 +18,7 @@ from qdrant_client import models as qm
 
 from mindnet.retrieval.graph import Subgraph, expand, note_of
 from mindnet.retrieval.scoring import EdgeRef, ScoreBreakdown, compute_score, explain
-from mindnet.settings import RetrieverConfig, ScoringWeights
+from mindnet.settings import RetrieverConfig, ScoringWeights, shipped_retriever
 from mindnet.store.collections import names, scroll_points
 
 SEMANTIC_KEY = "mindnet_semantic"      # set by MindnetRetriever: {"semantic", "dense", "lexical", "via_graph"}
@@ -53,9 +53,17 @@ def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> lis
 
 
 class MindnetScorer(BaseNodePostprocessor):
-    weights: ScoringWeights = Field(default_factory=ScoringWeights)
+    """A LlamaIndex node postprocessor that rescores chunk nodes from any retriever with mindnet's formula
+    (semantic score x note-type weight, plus graph bonuses) and explains each score in the node's metadata.
+
+    `MindnetScorer()` uses the shipped weights (retriever.yaml); `MindnetScorer(client=qdrant_client,
+    depth=1)` also expands the graph around the nodes for the edge and centrality bonuses;
+    `MindnetScorer.from_config(retriever_config, client=...)` takes your own retriever.yaml settings.
+    """
+
+    weights: ScoringWeights = Field(default_factory=lambda: shipped_retriever().scoring)
     depth: int = Field(0, ge=0, le=3, description="graph hops to expand when no subgraph is given")
-    edge_types: list[str] = Field(default_factory=lambda: ["references", "depends_on", "related_to", "mentions"])
+    edge_types: list[str] = Field(default_factory=lambda: list(shipped_retriever().expand.edge_types))
     prefix: str = Field("mindnet", description="collection prefix, for graph expansion and titles")
     _client: QdrantClient | None = PrivateAttr(default=None)
 

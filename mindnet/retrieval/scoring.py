@@ -11,6 +11,9 @@ from mindnet.settings import ScoringWeights
 
 
 class ScoreBreakdown(BaseModel):
+    """The terms of one hit's score (`total = semantic_term + edge_term + centrality_term`), as stored in a
+    node's `metadata["score_breakdown"]`; made by `MindnetScorer`, never by hand."""
+
     model_config = ConfigDict(frozen=True)
     semantic: float = Field(description="S_sem: similarity to the query (hybrid: dense and lexical fused)")
     dense: float | None = Field(None, description="cosine similarity of the dense vectors")
@@ -59,6 +62,9 @@ class EdgeRef(BaseModel):
 
 
 class Explanation(BaseModel):
+    """Why a hit ranks where it does: readable `reasons` and the edges to and from its note, as stored in a
+    node's `metadata["explanation"]`; made by `MindnetScorer`."""
+
     model_config = ConfigDict(frozen=True)
     reasons: list[str]
     incoming: list[EdgeRef] = Field(default_factory=list)

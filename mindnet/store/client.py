@@ -64,12 +64,26 @@ def open_local(folder: Path | str) -> QdrantClient:
     return client
 
 
+def open_server(url: str, api_key: str | None = None) -> QdrantClient:
+    try:
+        return QdrantClient(url=url, api_key=api_key, timeout=30)
+    except Exception as exc:  # the client validates the URL eagerly
+        raise StoreError(f"MINDNET_QDRANT_URL={url!r}: cannot create client: {exc}") from exc
+
+
+def open_location(location: str | Path, *, api_key: str | None = None) -> QdrantClient:
+    """A Qdrant server for an http(s) URL, else the local folder (or ":memory:")."""
+    text = str(location)
+    if text.startswith(("http://", "https://")):
+        return open_server(text, api_key)
+    return open_local(Path(text).expanduser() if text != ":memory:" else text)
+
+
 def open_client(settings: Settings) -> QdrantClient:
+    """The Qdrant client the settings name: the server at MINDNET_QDRANT_URL, else the local folder
+    MINDNET_QDRANT_PATH (one process at a time; a second is told which process holds it)."""
     if settings.qdrant_url:
-        try:
-            return QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key, timeout=30)
-        except Exception as exc:  # the client validates the URL eagerly
-            raise StoreError(f"MINDNET_QDRANT_URL={settings.qdrant_url!r}: cannot create client: {exc}") from exc
+        return open_server(settings.qdrant_url, settings.qdrant_api_key)
     return open_local(settings.qdrant_path)
 
 

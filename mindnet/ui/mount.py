@@ -4,7 +4,7 @@ Chainlit reads its working folder (`CHAINLIT_APP_ROOT`) once, when it is first i
 `.chainlit/config.toml`, `chainlit.md` (the welcome page), `public/elements/*.jsx` (custom elements),
 `public/logo_*.svg` and
 `.files/` (uploads). The folder is generated at run time under `<cache_dir>/chainlit`, so nothing Chainlit
-writes lands in the repository; `chainlit.md` is copied from the repository root and the custom
+writes lands in the repository; `chainlit.md` is copied from this package folder and the custom
 elements from `mindnet/ui/elements/`.
 """
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 UI_DIR = Path(__file__).resolve().parent
 APP_FILE = UI_DIR / "app.py"
-WELCOME = UI_DIR.parent.parent / "chainlit.md"
+WELCOME = UI_DIR / "chainlit.md"
 FALLBACK_WELCOME = "# mindnet\n\nAsk questions about your vault; each answer shows its steps and sources.\n"
 
 _mounted: list[str] = []
