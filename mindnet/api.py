@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from mindnet.chat.engine import ChatEvent, ChatRequest, ChatResponse
@@ -52,6 +54,23 @@ def _status(exc: MindnetError) -> int:
 class IngestRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     full: bool = False
+
+
+def vault_note(vault_root: Path, path: str) -> str | None:
+    """`path` as a vault-relative POSIX path when it names a Markdown file inside the vault, else None."""
+    if not path or "\x00" in path or not path.endswith(".md"):
+        return None
+    root = Path(vault_root).resolve()
+    try:
+        target = (root / path).resolve()
+        rel = target.relative_to(root)
+    except (ValueError, OSError):
+        return None
+    return rel.as_posix() if target.is_file() else None
+
+
+def obsidian_uri(vault_root: Path, path: str) -> str:
+    return f"obsidian://open?vault={quote(Path(vault_root).name, safe='')}&file={quote(path, safe='')}"
 
 
 def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
@@ -102,6 +121,17 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
     async def ingest(request: IngestRequest | None = None) -> dict[str, Any]:
         report = await app.state.mindnet.aingest(full=bool(request and request.full))
         return report.as_dict()
+
+    @app.get("/open", include_in_schema=False)
+    async def open_note(path: str = "") -> Any:
+        """Open a note of the vault in Obsidian: a 307 to its obsidian:// URL (the chat links here because
+        Markdown renderers drop links with the obsidian: scheme)."""
+        target = vault_note(app.state.mindnet.settings.vault_root, path)
+        if target is None:
+            return JSONResponse(status_code=404, content={
+                "error": "not found", "detail": f"path {path[:200]!r} is not a note of the vault; "
+                                                "pass a vault-relative path like 'concepts/qdrant.md'"})
+        return RedirectResponse(obsidian_uri(app.state.mindnet.settings.vault_root, target), status_code=307)
 
     _add_chat_routes(app)
     if ui:

@@ -217,7 +217,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _ = mindnet.client   # open the index now: a locked Qdrant folder is reported before the server starts
     app = create_app(mindnet, ui=not args.no_ui)
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
-    mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start()
+    mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
     following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"
     console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs); {following}")
     try:
@@ -371,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev", action="store_true", help="development instance: port 8002 unless --port is given")
     p.add_argument("--no-ui", action="store_true", help="serve only the HTTP API, without the chat at /ui")
     p.add_argument("--no-watch", action="store_true", help="do not re-import the vault when its files change")
+    p.add_argument("--no-import", action="store_true",
+                   help="do not import at start (by default what changed since the last run, or on a vault "
+                        "never imported the whole vault, is imported in the background)")
 
     p = sub.add_parser("watch", help="follow the vault: re-import each batch of saved, moved or deleted notes")
     p.add_argument("vault", nargs="?", help="vault folder (default: MINDNET_VAULT_ROOT or the sample vault)")

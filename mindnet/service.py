@@ -189,7 +189,8 @@ class Mindnet:
                                 record=self.record, logs=self.logs)
         return ChatEngine.from_services(services)
 
-    def _draft_target(self, markdown: str, note_type: str) -> tuple[NoteDraft, str | None]:
+    def _draft_target(self, markdown: str, note_type: str, *, new_name: bool = False
+                      ) -> tuple[NoteDraft, str | None]:
         from mindnet.chat.sanitizer import normalize_meta_and_body
         from mindnet.errors import DraftError
         schemas = self.settings.decision_engine.schemas
@@ -201,6 +202,9 @@ class Mindnet:
         draft = normalize_meta_and_body(markdown, note_type=note_type, schema=schemas[note_type])
         spec = self.settings.types.types.get(note_type)
         folder = spec.folder if spec else None
+        if new_name:
+            from mindnet.chat.drafts import renamed
+            draft = renamed(draft, vault_root=self.settings.vault_root, folder=folder)
         self._check_id_free(draft, folder)
         return draft, folder
 
@@ -244,12 +248,25 @@ class Mindnet:
                           max_bytes=self.settings.types.max_file_bytes)
         return self._import_saved(draft, path, self.ingest())
 
-    async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False) -> dict:
+    async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False,
+                          new_name: bool = False) -> dict:
+        """`save_draft` for the server; `new_name` saves under the first free "Title (n)" instead."""
         from mindnet.chat.drafts import save_draft
-        draft, folder = self._draft_target(markdown, note_type)
+        draft, folder = self._draft_target(markdown, note_type, new_name=new_name)
         path = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite,
                           max_bytes=self.settings.types.max_file_bytes)
         return self._import_saved(draft, path, await self.aingest())
+
+    def indexed_notes(self) -> list[dict]:
+        """title, type and link count of every indexed note ([] before the first import): the chat's starters."""
+        from mindnet.store.collections import names, scroll_points
+        notes = names(self.settings.collection_prefix)["notes"]
+        with self.index_lock:
+            if not self.client.collection_exists(notes):
+                return []
+            points = list(scroll_points(self.client, notes, fields=["title", "type", "edge_ids"]))
+        return [{"title": p.payload.get("title"), "type": p.payload.get("type"),
+                 "links": len(p.payload.get("edge_ids") or [])} for p in points]
 
     def close(self) -> None:
         if "client" in self.__dict__:

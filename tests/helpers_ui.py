@@ -20,7 +20,17 @@ from fake_ollama import FakeOllama
 
 from mindnet.settings import SAMPLE_VAULT
 
-ANSWER = "Du hast Qdrant gewählt, weil es lokal läuft, hybride Suche kann und den Graphen trägt."
+ANSWER = "Du hast Qdrant gewählt, weil es lokal läuft [1], hybride Suche kann und den Graphen trägt [2]."
+# a note whose title is Markdown and HTML, with a word far wider than the chat column
+ODD_TITLE = "**Fett** <i>kursiv</i> [tot](javascript:alert(1)) Überlangeswortohneleerzeichen" + "x" * 120
+ODD_NOTE = f"""---
+title: "{ODD_TITLE}"
+type: concept
+---
+# Seltsamer Titel
+
+Zitronenmelisse Seltsamkeit: dieser Titel ist Markdown und HTML und muss als Text erscheinen.
+"""
 DRAFT_REPLY = """Hier ist der Entwurf deiner Notiz:
 ```markdown
 ---
@@ -79,14 +89,20 @@ class ChatServer:
         env.pop("CHAINLIT_APP_ROOT", None)
         return env
 
-    def start(self, timeout: float = 120.0) -> ChatServer:   # generous: 2 cores shared by many processes
+    def start(self, timeout: float = 120.0, extra_notes: dict[str, str] | None = None, ingest: bool = True
+              ) -> ChatServer:   # a generous timeout: 2 cores shared by many processes
         shutil.copytree(SAMPLE_VAULT, self.vault)
+        for name, text in (extra_notes or {}).items():
+            (self.vault / name).write_text(text, encoding="utf-8")
         cli = [sys.executable, "-m", "mindnet.cli"]
-        subprocess.run([*cli, "ingest", "--json"], env=self.env, cwd=self.root, check=True,
-                       capture_output=True, timeout=timeout)
+        if ingest:
+            subprocess.run([*cli, "ingest", "--json"], env=self.env, cwd=self.root, check=True,
+                           capture_output=True, timeout=timeout)
         self.stderr = open(self.root / "serve.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([*cli, "serve", "--port", str(self.port)], env=self.env, cwd=self.root,
-                                     stdout=self.stderr, stderr=subprocess.STDOUT)
+        # without `ingest` the index stays empty: the server must not import by itself (the UI's "Import now")
+        serve = [*cli, "serve", "--port", str(self.port)] + ([] if ingest else ["--no-import", "--no-watch"])
+        self.proc = subprocess.Popen(serve, env=self.env, cwd=self.root, stdout=self.stderr,
+                                     stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -114,6 +130,10 @@ class ChatServer:
         if self.proc:
             self.stderr.close()
         self.ollama.stop()
+
+    def feedback_report(self) -> dict[str, Any]:
+        from mindnet.logs import FlywheelLogs
+        return FlywheelLogs(self.log_dir).feedback_report()
 
     def records(self, name: str) -> list[dict[str, Any]]:
         import json

@@ -117,3 +117,28 @@ def test_a_draft_over_the_size_limit_is_refused_before_writing(client, mindnet):
     assert response.status_code == 422
     assert "over the import's limit" in response.json()["detail"]
     assert not any(p.name.startswith("Huge") for p in Path(mindnet.settings.vault_root).rglob("*.md"))
+
+
+@pytest.mark.parametrize(("message", "draft_open", "intent", "reason"), [
+    ("Ergänze bitte: Budget 200 Euro", True, "INTERVIEW", "a draft is open: follow-ups stay in the interview"),
+    ("Was ist Qdrant?", True, "FACT", "a draft is open, but keyword 'was ist' matched: the topic changed to FACT"),
+    ("Ergänze bitte: Budget 200 Euro", False, "FACT", "no keyword"),
+])
+def test_an_open_draft_keeps_follow_ups_in_the_interview(client, fake_ollama, message, draft_open, intent, reason):
+    fake_ollama.models = {"nomic-embed-text"}     # no LLM: the router cannot guess, only the rule decides
+    body = client.post("/chat", json={"message": message, "draft_open": draft_open}).json()
+    assert body["intent"] == intent
+    assert body["reason"].startswith(reason)
+
+
+def test_open_redirects_to_the_note_in_obsidian(client, mindnet):
+    response = client.get("/open", params={"path": "concepts/qdrant.md"}, follow_redirects=False)
+    assert response.status_code == 307
+    vault = Path(mindnet.settings.vault_root).name
+    assert response.headers["location"] == f"obsidian://open?vault={vault}&file=concepts%2Fqdrant.md"
+
+
+@pytest.mark.parametrize("path", ["", "../etc/passwd.md", "concepts/missing.md", "/etc/hostname", "concepts"])
+def test_open_refuses_paths_that_are_not_notes_of_the_vault(client, path):
+    response = client.get("/open", params={"path": path}, follow_redirects=False)
+    assert response.status_code == 404 and "not a note of the vault" in response.json()["detail"]

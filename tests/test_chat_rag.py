@@ -73,7 +73,7 @@ async def test_context_of_the_prompt_contains_retrieved_notes(mindnet, fake_olla
     fake_ollama.script(["ok"])
     await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
     prompt = fake_ollama.bodies("/api/chat")[-1]["messages"][-1]["content"]
-    assert "[Qdrant] (concept, concepts/qdrant.md)" in prompt
+    assert "[1] Qdrant (concept, concepts/qdrant.md)" in prompt   # numbered as the user sees the sources
 
 
 async def test_stream_yields_steps_then_tokens_then_one_done(mindnet, fake_ollama):
@@ -81,8 +81,9 @@ async def test_stream_yields_steps_then_tokens_then_one_done(mindnet, fake_ollam
     events = [e async for e in mindnet.chat.astream(ChatRequest(message="Was ist Qdrant?"))]
     kinds = [e.kind for e in events]
     tokens = [e.data["text"] for e in events if e.kind == "token"]
-    assert kinds[:5] == ["intent", "retrieval", "graph", "scoring", "generation"]
-    assert kinds[5:] == ["token"] * len(tokens) + ["done"]
+    assert kinds[:6] == ["intent", "retrieval", "graph", "scoring", "sources", "generation"]
+    assert kinds[6:] == ["token"] * len(tokens) + ["done"]
+    assert events[4].data["sources"] == events[-1].data["sources"]   # the sources come before any token
     assert len(tokens) == 5
     assert "".join(tokens) == events[-1].data["answer"] == "Qdrant ist eine lokale Vektordatenbank."
 
@@ -111,16 +112,15 @@ async def test_without_llm_rag_returns_passages_and_notice(mindnet, fake_ollama)
     assert response.generation_available is False
     assert response.notice == (
         f"Answer generation is unavailable (model 'phi3:mini' is not available in Ollama at {fake_ollama.url}). "
-        "To enable it: start Ollama (`ollama serve`), pull the model (`ollama pull phi3:mini`) and point "
-        f"MINDNET_OLLAMA_URL at it (now {fake_ollama.url}).")
-    assert response.answer.startswith(response.notice + "\n\nThe most relevant passages from your notes:\n1. [Qdrant]")
+        "To enable it: pull the model (`ollama pull phi3:mini`) or set MINDNET_LLM_MODEL.")
+    assert response.answer.startswith(response.notice + "\n\nThe most relevant passages from your notes:\n- [1] Qdrant")
     assert response.sources and fake_ollama.count("/api/chat") == 0
 
 
 async def test_without_llm_the_stream_has_no_generation_step(mindnet, fake_ollama):
     fake_ollama.models = {"nomic-embed-text"}
     events = [e async for e in mindnet.chat.astream(ChatRequest(message="Was ist Qdrant?"))]
-    assert [e.kind for e in events] == ["intent", "retrieval", "graph", "scoring", "done"]
+    assert [e.kind for e in events] == ["intent", "retrieval", "graph", "scoring", "sources", "done"]
 
 
 async def test_generation_failing_midway_reports_error_then_done(mindnet, fake_ollama):
@@ -128,6 +128,21 @@ async def test_generation_failing_midway_reports_error_then_done(mindnet, fake_o
     events = [e async for e in mindnet.chat.astream(ChatRequest(message="Was ist Qdrant?"))]
     assert [e.kind for e in events][-2:] == ["error", "done"]
     assert events[-1].data["generation_available"] is False
+    # the partial answer is kept and marked cut off, with its sources; the notice does not say "start Ollama"
+    final = events[-1].data
+    assert final["cut_off"] is True and final["answer"] and final["sources"]
+    assert final["notice"].startswith("The model failed while answering (Ollama answered with an error:")
+    assert "ollama serve" not in final["notice"]
+
+
+async def test_ollama_is_checked_again_at_once_on_the_next_message(mindnet, fake_ollama):
+    fake_ollama.models = {"nomic-embed-text"}
+    first = await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
+    fake_ollama.models = {"nomic-embed-text", "phi3:mini"}    # Ollama is back well within the 30 s cache
+    fake_ollama.script(["Qdrant ist eine Vektordatenbank [1]."])
+    second = await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
+    assert (first.generation_available, second.generation_available) == (False, True)
+    assert second.answer == "Qdrant ist eine Vektordatenbank [1]."
 
 
 async def test_unknown_strategy_override_is_a_query_error(mindnet):

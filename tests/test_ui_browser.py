@@ -1,18 +1,19 @@
-"""The chat UI end to end in headless Chromium: one `mindnet serve` (fake Ollama, copy of the sample vault)
-for the module; a question with its streamed answer, badge, steps and sources; the source panel of the
-"HTML in notes" note shows its <script> as text; feedback lands in feedback.jsonl; an interview draft is
-edited, survives a chat message in between, is saved and found by a query. Screenshots: test-artifacts/.
+"""The chat UI end to end in headless Chromium: one `mindnet serve` (fake Ollama, copy of the sample vault plus a
+note whose title is Markdown and HTML) and one browser for the module, desktop 1400x900 and mobile 390x844.
+Every request any page makes is recorded: all of them must stay on 127.0.0.1. Screenshots: test-artifacts/.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import httpx
 import pytest
-from helpers_ui import ANSWER, ChatServer
+from helpers_ui import ANSWER, ODD_NOTE, ODD_TITLE, ChatServer
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 pytestmark = pytest.mark.browser
@@ -22,11 +23,14 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 TIMEOUT = 30_000
+DESKTOP = {"width": 1400, "height": 900}
+MOBILE = {"width": 390, "height": 844}
+REQUESTS: list[str] = []     # every URL any page of this module asked for
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatServer]:
-    srv = ChatServer(tmp_path_factory.mktemp("ui_browser")).start()
+    srv = ChatServer(tmp_path_factory.mktemp("ui_browser")).start(extra_notes={"Seltsam.md": ODD_NOTE})
     try:
         yield srv
     finally:
@@ -45,86 +49,384 @@ def browser() -> Iterator[Browser]:
             b.close()
 
 
+def open_page(browser: Browser, server: ChatServer, viewport: dict[str, int]) -> Page:
+    context = browser.new_context(viewport=viewport)
+    pg = context.new_page()
+    pg.on("request", lambda r: REQUESTS.append(r.url))
+    pg.on("dialog", lambda d: (_ for _ in ()).throw(AssertionError(f"a script ran in the page: {d.message}")))
+    pg.goto(f"{server.url}/", wait_until="domcontentloaded")
+    pg.locator("#chat-settings-open-modal").wait_for(timeout=TIMEOUT)   # sent by on_chat_start: socket is up
+    return pg
+
+
 @pytest.fixture
 def page(browser: Browser, server: ChatServer) -> Iterator[Page]:
     ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = context.new_page()
-    dialogs: list[str] = []
-    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    pg.goto(f"{server.url}/", wait_until="domcontentloaded")
-    pg.locator("#chat-settings-open-modal").wait_for(timeout=TIMEOUT)   # sent by on_chat_start: socket is up
+    server.ollama.chat_mode = "ok"
+    pg = open_page(browser, server, DESKTOP)
     yield pg
-    context.close()
-    assert dialogs == [], f"a script ran in the page: {dialogs}"
+    pg.context.close()
+
+
+@pytest.fixture
+def phone(browser: Browser, server: ChatServer) -> Iterator[Page]:
+    ARTIFACTS.mkdir(exist_ok=True)
+    pg = open_page(browser, server, MOBILE)
+    yield pg
+    pg.context.close()
 
 
 def shot(pg: Page, name: str) -> None:
     pg.screenshot(path=str(ARTIFACTS / f"ui_{name}.png"), full_page=True)
 
 
-def ask(pg: Page, text: str) -> None:
-    """Send a message and wait for its complete answer (each answer gets one "Good answer" button)."""
-    rated = pg.get_by_role("button", name="Good answer")
-    before = rated.count()
+def send(pg: Page, text: str) -> None:
     composer = pg.locator("#chat-input")
     composer.click()
     composer.fill(text)
     pg.locator("#chat-submit").click()
+
+
+def ask(pg: Page, text: str) -> None:
+    """Send a message and wait for its complete answer (each answer gets one "Good answer" button)."""
+    rated = pg.get_by_role("button", name="Good answer")
+    before = rated.count()
+    send(pg, text)
     expect(rated).to_have_count(before + 1, timeout=TIMEOUT)
     pg.locator("#stop-button").wait_for(state="detached", timeout=TIMEOUT)
 
 
-def test_question_shows_streamed_answer_badge_steps_and_sources(page: Page) -> None:
+def last_answer(pg: Page):
+    return pg.locator(".step").filter(has=pg.get_by_role("button", name="Good answer")).last
+
+
+# --------------------------------------------------------------------------- onboarding
+
+
+def test_welcome_says_what_mindnet_does_and_offers_questions_from_the_notes(page: Page) -> None:
+    welcome = page.locator("#welcome-screen")
+    expect(welcome).to_contain_text("notes of your vault")
+    expect(welcome).to_contain_text("the answer cites your notes as [1], [2]")
+    expect(welcome).to_contain_text("nothing leaves this machine")
+    starters = welcome.locator("[id^=starter-]")
+    expect(starters).to_have_count(4)
+    labels = starters.all_inner_texts()
+    assert any("Qdrant statt Chroma" in t for t in labels), labels      # built from the indexed titles
+    shot(page, "00_welcome")
+    rated = page.get_by_role("button", name="Good answer").count()
+    starters.first.click()
+    expect(page.get_by_role("button", name="Good answer")).to_have_count(rated + 1, timeout=TIMEOUT)
+
+
+def test_empty_index_offers_import_now(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> None:
+    srv = ChatServer(tmp_path_factory.mktemp("ui_empty")).start(ingest=False)
+    try:
+        pg = open_page(browser, srv, DESKTOP)
+        welcome = pg.locator("#welcome-screen")
+        expect(welcome).to_contain_text("is not imported yet")
+        assert "mindnet ingest" not in welcome.inner_text()               # a button, not a CLI command
+        welcome.locator("#starter-import-now").click()
+        expect(pg.get_by_text("Import finished in", exact=False).first).to_be_visible(timeout=60_000)
+        shot(pg, "00_import_now")
+        pg.context.close()
+    finally:
+        srv.stop()
+
+
+# --------------------------------------------------------------------------- answers, citations, sources
+
+
+def test_answer_cites_sources_that_open_their_panel(page: Page, server: ChatServer) -> None:
     shot(page, "01_welcome")
     ask(page, "Warum habe ich Qdrant gewählt?")
-    expect(page.get_by_text(ANSWER).first).to_be_visible()
-    assert page.locator("code", has_text="DECISION").first.is_visible()
-    for step in ("Intent routing", "Retrieval", "Graph expansion", "Scoring", "Generation"):
-        assert page.locator(f'[id="step-{step}"]').first.is_visible(), step
-    page.locator('[id="step-Intent routing"]').first.click()     # open a step: strategy and reason
-    page.get_by_text("strategy DECISION", exact=False).first.wait_for(timeout=TIMEOUT)
-    shot(page, "02_answer_steps")
-    page.get_by_text("[1] ", exact=False).first.click()         # the first source opens in the side panel
-    page.get_by_text("Why:").first.wait_for(timeout=TIMEOUT)
-    assert page.get_by_text("Breakdown:").first.is_visible()
-    shot(page, "03_source_why")
+    expect(page.get_by_text("Du hast Qdrant gewählt", exact=False).first).to_be_visible()
+    citation = page.locator("a.element-link", has_text="[2]").first     # "[2]" in the answer text is a link
+    citation.click()
+    panel = page.get_by_test_id("source-panel").first
+    expect(panel.get_by_test_id("source-title")).to_have_text(re.compile(r"^\[2\] "))
+    # one breakdown line, and the table says the same numbers under the same names
+    line = panel.get_by_test_id("source-breakdown").inner_text()
+    m = re.search(r"semantic ([\d.]+) \+ links ([\d.]+) \+ centrality ([\d.]+) = ([\d.]+)", line)
+    assert m, line
+    cells = panel.get_by_test_id("source-table").locator("tbody tr").all_inner_texts()
+    adds = {row.split("\t")[0]: row.split("\t")[-1] for row in cells}
+    assert (adds["semantic"], adds["links"], adds["centrality"], adds["total"]) == m.groups()
+    assert panel.get_by_test_id("source-match").count() > 0          # the query's words are marked
+    assert "wikilink" in panel.get_by_test_id("source-why").inner_text()
+    assert "rule" not in panel.get_by_test_id("source-why").inner_text()    # rule ids only behind the toggle
+    panel.get_by_test_id("source-details").locator("summary").click()
+    expect(panel.get_by_test_id("source-details")).to_contain_text("rule ")
+    shot(page, "02_citation_opens_source")
+    # "Open in Obsidian" goes through the server, which redirects to the obsidian:// URL
+    href = panel.get_by_test_id("open-in-obsidian").get_attribute("href")
+    assert href and href.startswith("/open?path=")
+    r = httpx.get(server.url + href, follow_redirects=False)
+    assert r.status_code == 307 and r.headers["location"].startswith("obsidian://open?vault=vault&file=")
 
 
-def test_note_html_shows_as_text_in_the_source_panel(page: Page) -> None:
-    ask(page, "HTML in notes script alert escape")
-    page.get_by_text(re.compile(r"^\[\d+\] HTML in notes$")).first.click()
-    shot(page, "04_html_escaped")
-    page.get_by_text("<script>alert('x')</script>", exact=False).first.wait_for(timeout=TIMEOUT)
-    assert page.locator("script", has_text="alert('x')").count() == 0
-    shot(page, "04_html_escaped")
+def test_one_how_i_answered_step_in_sentences(page: Page) -> None:
+    ask(page, "Warum habe ich Qdrant gewählt?")
+    for old in ("Used Intent routing", "Used Retrieval"):      # no thin top-level steps any more
+        assert page.get_by_text(old, exact=True).count() == 0
+    page.get_by_text("How I answered").first.click()
+    how = page.get_by_text("I answered as DECISION because", exact=False).first
+    expect(how).to_be_visible()
+    text = how.inner_text()
+    for part in ("I searched your notes for", "hybrid search, graph depth 1", "candidates",
+                 "The graph expanded", "The model phi3:mini wrote the answer", "the sources were ready after"):
+        assert part in text, part
+    expect(page.get_by_text("Used Intent routing", exact=True).first).to_be_visible()   # the details, inside
+    shot(page, "03_how_i_answered")
 
 
-def test_feedback_button_writes_feedback_jsonl(page: Page, server: ChatServer) -> None:
+def test_markdown_and_html_titles_are_text_and_still_open(page: Page) -> None:
+    ask(page, "Zitronenmelisse Seltsamkeit Titel")
+    answer = last_answer(page)
+    expect(answer).to_contain_text(ODD_TITLE[:40])             # literally, asterisks and tags included
+    assert answer.locator("i, strong:has-text('Fett'), a[href^='javascript']").count() == 0
+    column = page.locator("#message-composer").bounding_box()
+    for box in answer.locator("li").evaluate_all("els => els.map(e => e.getBoundingClientRect().width)"):
+        assert box <= column["width"] + 1, box                   # wraps inside the chat column
+    line = answer.locator("li", has_text="Fett").first
+    line.locator("a.element-link").click()
+    expect(page.get_by_test_id("source-title").first).to_contain_text("<i>kursiv</i>")
+    shot(page, "04_odd_title")
+
+
+def test_sources_show_before_the_answer_and_stay_when_generation_fails(page: Page, server: ChatServer) -> None:
+    server.ollama.chat_mode = "stream_error"          # Ollama is up, but the model fails after the first words
+    try:
+        ask(page, "Was ist hybride Suche?")
+    finally:
+        server.ollama.chat_mode = "ok"
+    answer = last_answer(page)
+    text = answer.inner_text()
+    assert "cut off" in text and "The model failed while answering" in text
+    assert "ollama serve" not in text and "`" not in text          # no "start Ollama", no literal backticks
+    assert answer.locator("a.element-link").count() > 0           # the sources stayed
+    shot(page, "05_cut_off")
+    ask(page, "Was ist hybride Suche?")                           # Ollama is asked again at once
+    expect(last_answer(page)).to_contain_text(ANSWER[:30])
+
+
+def test_sources_stay_when_the_user_presses_stop(page: Page, server: ChatServer) -> None:
+    server.ollama.latency = 3.0           # the model takes its time: Stop comes before the first word
+    try:
+        send(page, "Was ist hybride Suche?")
+        page.locator("a.element-link").first.wait_for(timeout=TIMEOUT)
+        page.locator("#stop-button").click()
+        page.locator("#stop-button").wait_for(state="detached", timeout=TIMEOUT)
+    finally:
+        server.ollama.latency = 0.0
+    page.wait_for_timeout(500)
+    answer = page.locator(".step").filter(has_text="Sources").last
+    expect(answer).to_contain_text("Stopped.")
+    assert answer.locator("a.element-link").count() > 0        # the sources are still there, and clickable
+    answer.locator("a.element-link").first.click()
+    expect(page.get_by_test_id("source-panel").first).to_be_visible(timeout=TIMEOUT)
+    shot(page, "05_stopped")
+
+
+def test_send_to_sources_and_first_token_times(page: Page, server: ChatServer) -> None:
+    """The figures of the README, with the fake LLM taking 0.4 s per call (embedding, status, answer): send ->
+    sources shown, send -> first token, and retrieval finished (the chat's search_history.jsonl line, written
+    when retrieval is done) -> sources shown. Same machine, same clock."""
+    server.ollama.latency = 0.4
+    # the page notes the moment (its clock is this machine's) the sources list, its links and the answer appear
+    page.evaluate("""() => { window.__seen = {}; const mark = (k, ok) => { if (!window.__seen[k] && ok()) {
+        window.__seen[k] = Date.now(); } };
+      new MutationObserver(() => {
+        mark('sources', () => document.body.textContent.includes(' · score '));
+        mark('links', () => document.querySelector('a.element-link') !== null);
+        mark('token', () => document.body.textContent.includes('Du hast Qdrant'));
+      }).observe(document.body, {childList: true, subtree: true, characterData: true}); }""")
+    try:
+        t0 = time.time()
+        send(page, "Was ist hybride Suche?")
+        page.get_by_text("Du hast Qdrant gewählt", exact=False).first.wait_for(timeout=TIMEOUT)
+        page.locator("#stop-button").wait_for(state="detached", timeout=TIMEOUT)
+    finally:
+        server.ollama.latency = 0.0
+    seen = page.evaluate("window.__seen")
+    t_sources, t_links, t_token = (seen[k] / 1000 for k in ("sources", "links", "token"))
+    logged = server.records("search_history.jsonl")[-1]
+    assert logged["query_text"] == "Was ist hybride Suche?"
+    t_retrieved = datetime.fromisoformat(logged["timestamp"]).timestamp()
+    print(f"\nUI timing: send->sources shown {(t_sources - t0) * 1000:.0f} ms, send->first token "
+          f"{(t_token - t0) * 1000:.0f} ms, retrieval finished->sources shown "
+          f"{(t_sources - t_retrieved) * 1000:.0f} ms (linked {(t_links - t_retrieved) * 1000:.0f} ms)")
+    assert t0 < t_retrieved < t_sources < t_token      # the sources come after retrieval, before the answer
+
+
+# --------------------------------------------------------------------------- feedback, commands, history
+
+
+def test_feedback_pair_shows_the_choice_and_a_second_click_changes_it(page: Page, server: ChatServer) -> None:
     ask(page, "Was ist hybride Suche?")
-    before = len(server.records("feedback.jsonl"))
     page.get_by_role("button", name="Good answer").last.click()
-    page.get_by_text("Feedback saved").first.wait_for(timeout=TIMEOUT)
-    shot(page, "05_feedback")
-    rows = server.records("feedback.jsonl")[before:]
-    assert [(r["node_id"], r["score"]) for r in rows] == [("generated_answer", 5)]
-    assert rows[0]["query_id"] in {r["query_id"] for r in server.records("search_history.jsonl")}
+    expect(page.get_by_role("button", name="Good answer ✓")).to_have_count(1, timeout=TIMEOUT)
+    page.get_by_role("button", name="Bad answer").last.click()
+    expect(page.get_by_role("button", name="Bad answer ✓")).to_have_count(1, timeout=TIMEOUT)
+    expect(page.get_by_role("button", name="Good answer ✓")).to_have_count(0)
+    page.locator("a.element-link", has_text="[1]").last.click()
+    up = page.get_by_test_id("source-up").first
+    up.click()
+    expect(up).to_have_attribute("aria-pressed", "true", timeout=TIMEOUT)
+    shot(page, "06_feedback")
+    report = server.feedback_report()
+    assert report["answers"] == {"count": 1, "mean_score": 1.0}     # the latest rating wins
+    assert sum(v["count"] for v in report["by_node"].values()) == 1
 
 
-def test_interview_draft_is_edited_kept_saved_and_found(page: Page, server: ChatServer) -> None:
+def test_command_without_argument_runs_at_once_and_never_swallows_a_question(page: Page) -> None:
+    composer = page.locator("#chat-input")
+    composer.click()
+    composer.type("/draft")
+    page.locator(".command-item").first.wait_for(timeout=TIMEOUT)
+    composer.press("Enter")                                   # one Enter: the command runs
+    expect(page.get_by_text("No open draft.", exact=False).first).to_be_visible(timeout=TIMEOUT)
+    ask(page, "Warum habe ich Qdrant gewählt?")               # the next question is a question
+    expect(page.get_by_text("No open draft.", exact=False)).to_have_count(1)
+    expect(last_answer(page)).to_contain_text("DECISION")
+    shot(page, "07_command_at_once")
+
+
+def test_history_entries_ask_again_with_local_times(page: Page) -> None:
+    ask(page, "Was ist hybride Suche?")
+    composer = page.locator("#chat-input")
+    composer.click()
+    composer.type("/history")
+    page.locator(".command-item").first.wait_for(timeout=TIMEOUT)
+    composer.press("Enter")
+    listing = page.get_by_text("Recent searches", exact=False).first
+    expect(listing).to_be_visible(timeout=TIMEOUT)
+    local = time.strftime("%Y-%m-%d %H:")
+    expect(page.get_by_role("table").filter(has_text="strategy / mode").last).to_contain_text(local)
+    rated = page.get_by_role("button", name="Good answer").count()
+    page.get_by_role("button", name=re.compile(r"^1\. ")).last.click()
+    expect(page.get_by_role("button", name="Good answer")).to_have_count(rated + 1, timeout=TIMEOUT)
+    shot(page, "08_history")
+
+
+def test_reimport_shows_progress_and_the_problems(page: Page, server: ChatServer) -> None:
+    (server.vault / "concepts" / "qdrant.md").write_text(
+        (server.vault / "concepts" / "qdrant.md").read_text(encoding="utf-8") + "\nNeu: Zeile.\n", encoding="utf-8")
+    seen: list[str] = []
+    composer = page.locator("#chat-input")
+    composer.click()
+    composer.type("/reimport")
+    page.locator(".command-item").first.wait_for(timeout=TIMEOUT)
+    composer.press("Enter")
+    done = page.get_by_text("Import finished in", exact=False).first
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not done.is_visible():
+        seen += page.get_by_text("Re-importing", exact=False).all_inner_texts()
+        time.sleep(0.2)
+    expect(done).to_be_visible()
+    assert not any("0/0" in s or "()" in s for s in seen), seen
+    problems = page.locator("li", has_text="broken-frontmatter.md")
+    expect(problems.first).to_be_visible()
+    shot(page, "09_reimport")
+
+
+# --------------------------------------------------------------------------- drafts
+
+
+def test_interview_follow_up_stays_in_the_interview(page: Page) -> None:
     ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
-    editor = page.get_by_test_id("draft-text")
+    page.get_by_test_id("draft-text").wait_for(timeout=TIMEOUT)
+    assert page.locator("pre", has_text="title: Kräutergarten").count() == 0    # the note shows once: the editor
+    ask(page, "Ergänze bitte: Budget 200 Euro")
+    expect(last_answer(page)).to_contain_text("INTERVIEW")
+    expect(last_answer(page)).to_contain_text("a draft is open")
+
+
+def test_saving_an_existing_note_asks_and_each_choice_works(page: Page, server: ChatServer) -> None:
+    def new_draft() -> None:
+        ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
+        page.get_by_test_id("draft-text").last.wait_for(timeout=TIMEOUT)
+
+    target = server.vault / "projects" / "Kräutergarten.md"
+    target.unlink(missing_ok=True)
+    new_draft()
+    page.get_by_test_id("draft-save").last.click()
+    expect(page.get_by_text("Saved ", exact=False).first).to_be_visible(timeout=TIMEOUT)
+    new_draft()
+    editor = page.get_by_test_id("draft-text").last
+    editor.fill(editor.input_value().replace("Basilikum und Minze", "Basilikum, Minze und Thymian"))
+    page.get_by_test_id("draft-save").last.click()
+    expect(page.get_by_role("button", name="Overwrite")).to_be_visible(timeout=TIMEOUT)
+    assert page.get_by_text("TypeError").count() == 0
+    shot(page, "10_save_conflict")
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.get_by_text("the draft is still open", exact=False).first).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("draft-save").last.click()
+    page.get_by_role("button", name="Save as new name").click()
+    expect(page.get_by_text("Kräutergarten (2)", exact=False).first).to_be_visible(timeout=TIMEOUT)
+    assert "Thymian" in (target.parent / "Kräutergarten (2).md").read_text(encoding="utf-8")
+    new_draft()
+    editor = page.get_by_test_id("draft-text").last
+    editor.fill(editor.input_value().replace("Basilikum und Minze", "Rosmarin"))
+    page.get_by_test_id("draft-save").last.click()
+    page.get_by_role("button", name="Overwrite").click()
+    expect(page.get_by_test_id("draft-status").last).to_contain_text("saved to", timeout=TIMEOUT)
+    assert "Rosmarin" in target.read_text(encoding="utf-8")
+    hits = httpx.post(f"{server.url}/query", json={"query": "Rosmarin Kräutergarten Balkon"}, timeout=30).json()
+    assert hits["hits"][0]["path"] == "projects/Kräutergarten.md"
+
+
+def test_draft_text_survives_a_reload(page: Page) -> None:
+    ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
+    editor = page.get_by_test_id("draft-text").last
     editor.wait_for(timeout=TIMEOUT)
-    shot(page, "06_draft")
-    text = editor.input_value().replace("Basilikum und Minze", "Basilikum, Minze und Zitronenverbene")
-    editor.fill(text)
-    ask(page, "Was ist hybride Suche?")      # switch to chatting: the typed draft must survive
-    assert "Zitronenverbene" in page.get_by_test_id("draft-text").first.input_value()
-    page.get_by_test_id("draft-save").first.click()
-    page.get_by_text("Saved ", exact=False).first.wait_for(timeout=TIMEOUT)
-    shot(page, "07_draft_saved")
-    saved = server.vault / "projects" / "Kräutergarten.md"
-    assert "Zitronenverbene" in saved.read_text(encoding="utf-8")
-    hits = httpx.post(f"{server.url}/query", json={"query": "Zitronenverbene Kräutergarten Balkon"},
-                      timeout=30).json()["hits"]
-    assert hits[0]["path"] == "projects/Kräutergarten.md"
+    editor.focus()
+    editor.press("Control+End")
+    editor.press_sequentially("\nZitronenverbene nicht vergessen")     # key by key, as typed
+    page.reload(wait_until="domcontentloaded")
+    restored = page.get_by_test_id("draft-text").last
+    restored.wait_for(timeout=TIMEOUT)
+    assert restored.input_value().endswith("Zitronenverbene nicht vergessen")
+    expect(page.get_by_text("Restored your unsaved draft", exact=False).first).to_be_visible()
+    shot(page, "11_draft_restored")
+    page.get_by_test_id("draft-discard").last.click()
+    expect(page.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
+
+
+# --------------------------------------------------------------------------- long messages, mobile, network
+
+
+def test_too_long_message_never_shows_a_raw_pydantic_error(page: Page) -> None:
+    send(page, "Was ist hybride Suche? " + "x" * 30_000)
+    expect(page.get_by_text("Invalid request", exact=False).last).to_be_visible(timeout=TIMEOUT)
+    assert page.get_by_text("pydantic", exact=False).count() == 0
+    assert page.get_by_text("errors.pydantic.dev", exact=False).count() == 0
+
+
+@pytest.mark.xfail(strict=True, reason="the server side (accept ~20k chars, trim the search text, add a notice) is "
+                                       "the sec-server branch's; remove this marker when it is merged")
+def test_long_message_is_answered_with_a_one_sentence_notice(page: Page) -> None:
+    text = "Was ist hybride Suche? " + "Ich schreibe sehr viel Kontext dazu. " * 150   # ~5,600 characters
+    ask(page, text)
+    answer = last_answer(page)
+    assert page.get_by_text("pydantic", exact=False).count() == 0
+    expect(answer).to_contain_text("⚠")
+    shot(page, "12_long_message")
+
+
+def test_phone_keeps_the_sources_drawer_closed_until_asked(phone: Page) -> None:
+    ask(phone, "Warum habe ich Qdrant gewählt?")
+    phone.wait_for_timeout(800)              # Chainlit would have opened the drawer by now
+    expect(phone.locator("#side-view-content")).to_have_count(0)
+    expect(phone.get_by_text("Du hast Qdrant gewählt", exact=False).first).to_be_visible()
+    shot(phone, "13_mobile_answer")
+    phone.locator("a.element-link", has_text="[1]").first.click()    # asked for: it opens
+    expect(phone.get_by_test_id("source-panel").first).to_be_visible(timeout=TIMEOUT)
+    shot(phone, "14_mobile_source")
+
+
+def test_no_request_left_this_machine(page: Page, server: ChatServer) -> None:
+    """Runs last: every page of the module (desktop and phone) asked only 127.0.0.1."""
+    page.reload(wait_until="networkidle")
+    assert REQUESTS
+    remote = sorted({u for u in REQUESTS if not u.startswith(("http://127.0.0.1:", "data:", "blob:"))})
+    assert remote == []

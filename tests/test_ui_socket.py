@@ -122,18 +122,22 @@ def actions_for(events: list[Event], message_id: str) -> list[dict[str, Any]]:
 
 async def test_question_streams_answer_with_badge_steps_and_sources(chat: ChatClient) -> None:
     events = await chat.ask("Warum habe ich Qdrant gewählt?")
-    steps = [m["name"] for m in messages(events).values() if m["type"] == "tool"]
-    assert steps == ["Intent routing", "Retrieval", "Graph expansion", "Scoring", "Generation"]
-    first = next(d["output"] for n, d in events if n == "stream_start")   # carries the badge and token 1
-    tokens = [d["token"] for n, d in events if n == "stream_token"]
-    assert len(tokens) >= 5 and ANSWER in first + "".join(tokens)
+    steps = {m["id"]: m for m in messages(events).values() if m["type"] in ("tool", "run")}
+    how = next(m for m in steps.values() if m["name"] == "How I answered")
+    inside = [m["name"] for m in steps.values() if m.get("parentId") == how["id"]]
+    assert inside == ["Intent routing", "Retrieval", "Graph expansion", "Scoring", "Sources", "Generation"]
+    assert how["output"].startswith("I answered as **DECISION** because")
     answer = answer_of(events)
     assert answer["output"].startswith("`DECISION`")
     assert ANSWER in answer["output"] and "**Sources**" in answer["output"]
     sources = [d for n, d in events if n == "element" and d["forId"] == answer["id"]]
-    assert sources and all(s["type"] == "text" and s["display"] == "side" for s in sources)
-    numbers = {s["name"].split("] ")[0] + "]" for s in sources}      # sent concurrently: any order
-    assert numbers == {f"[{i}]" for i in range(1, len(sources) + 1)}
+    assert sources and all(s["type"] == "custom" and s["display"] == "side" for s in sources)
+    assert sorted(s["name"] for s in sources) == sorted(f"[{i}]" for i in range(1, len(sources) + 1))
+    # the sources are on screen before the first word of the answer
+    first_source = next(i for i, (n, d) in enumerate(events) if n == "element" and d["forId"] == answer["id"])
+    first_words = next(i for i, (n, d) in enumerate(events) if n == "update_message" and d["id"] == answer["id"]
+                       and "Du hast" in d["output"])
+    assert first_source < first_words
     # the side panel shows this answer's sources, under a title naming the question
     panel = next(d for n, d in events if n == "set_sidebar_elements")
     assert sorted(e["id"] for e in panel["elements"]) == sorted(s["id"] for s in sources)
@@ -141,18 +145,16 @@ async def test_question_streams_answer_with_badge_steps_and_sources(chat: ChatCl
     assert titles == [f"{len(sources)} source{'s' if len(sources) != 1 else ''} for: Warum habe ich Qdrant gewählt?"]
 
 
-async def test_source_panel_shows_breakdown_why_and_escaped_text(chat: ChatClient) -> None:
+async def test_source_panel_props_hold_breakdown_why_and_raw_text(chat: ChatClient) -> None:
     events = await chat.ask("HTML in notes script alert escape")
     answer = answer_of(events)
     sources = [d for n, d in events if n == "element" and d["forId"] == answer["id"]]
-    html_note = next(s for s in sources if "HTML in notes" in s["name"])
-    text = await chat.element_text(html_note)
-    assert "**Breakdown:** semantic" in text and "**Why:**" in text
-    assert "obsidian://open?vault=vault&file=HTML%20in%20notes.md" in text
-    # the <script> of the note is inside a fenced block: shown as text, never as markup
-    fence_start = text.index("```markdown")
-    assert text.index("<script>alert('x')</script>") > fence_start
-    assert "<script>" not in text[:fence_start]
+    props = next(s["props"] for s in sources if s["props"]["title"] == "HTML in notes")
+    assert props["breakdown"].startswith("semantic ") and props["rows"][-1]["term"] == "total"
+    assert props["breakdown"].endswith(f"= {props['rows'][-1]['value']}")
+    assert props["why"] and props["open_url"] == "/open?path=HTML%20in%20notes.md"
+    # the note's <script> travels as plain data; the element renders it as text (see the browser test)
+    assert "<script>alert('x')</script>" in props["text"]
 
 
 async def test_feedback_on_answer_and_source_lands_in_feedback_jsonl(chat: ChatClient,
@@ -161,13 +163,15 @@ async def test_feedback_on_answer_and_source_lands_in_feedback_jsonl(chat: ChatC
     answer = answer_of(events)
     actions = actions_for(events, answer["id"])
     thumbs_up = next(a for a in actions if a["label"] == "Good answer")
-    source_down = next(a for a in actions if a["label"] == "[1]" and a["icon"] == "thumbs-down")
+    assert [a["label"] for a in actions] == ["Good answer", "Bad answer"]     # one pair per answer
+    source = next(d for n, d in events if n == "element" and d["forId"] == answer["id"])["props"]
+    source_down = {"name": "rate", "payload": {"query_id": source["query_id"], "node_id": source["node_id"],
+                                               "score": 1}}          # what the panel's button sends
     assert (await chat.act(thumbs_up))["recorded"] is True
     assert (await chat.act(source_down))["recorded"] is True
     query_id = thumbs_up["payload"]["query_id"]
     rows = [r for r in server.records("feedback.jsonl") if r["query_id"] == query_id]
-    assert [(r["node_id"], r["score"]) for r in rows] == [("generated_answer", 5),
-                                                          (source_down["payload"]["node_id"], 1)]
+    assert [(r["node_id"], r["score"]) for r in rows] == [("generated_answer", 5), (source["node_id"], 1)]
     assert query_id in {r["query_id"] for r in server.records("search_history.jsonl")}
 
 

@@ -117,3 +117,17 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def renamed(draft: NoteDraft, *, vault_root: Path, folder: str | None) -> NoteDraft:
+    """The draft under the first free title "T (2)", "T (3)", ... of its folder, with a fresh id
+    ("save as new name" when a note of that name exists already)."""
+    from mindnet.chat.sanitizer import make_note_id
+    target = Path(vault_root) / (folder or "")
+    n = 2
+    while (target / draft_filename(f"{draft.title} ({n})", fallback=draft.note_id)).exists():
+        n += 1
+    title = f"{draft.title} ({n})"
+    note_id = make_note_id(title, str(draft.frontmatter.get("created") or ""))
+    meta = {**draft.frontmatter, "title": title, "id": note_id}
+    return draft.model_copy(update={"frontmatter": meta, "title": title, "note_id": note_id})

@@ -19,7 +19,7 @@ from mindnet.chat.context import ChatServices, Turn
 from mindnet.chat.interview import InterviewEngine
 from mindnet.chat.llm import LLMGate
 from mindnet.chat.models import ChatEvent, ChatRequest, ChatResponse, ChatTurn, EventKind, format_history
-from mindnet.chat.selector import IntentSelector, Selection
+from mindnet.chat.selector import IntentSelector, Selection, keyword_or_none
 from mindnet.chat.strategies import RagStrategyEngine, StrategyEngine
 from mindnet.errors import QueryError
 from mindnet.settings import Strategy
@@ -60,18 +60,41 @@ class ChatEngine:
     def gate(self) -> LLMGate:
         return self.services.gate
 
+    @property
+    def interview(self) -> str | None:
+        """The name of the interview strategy (the one without retrieval), if one is configured."""
+        return next((name for name, e in self.engines.items() if isinstance(e, InterviewEngine)), None)
+
+    def sticky(self, request: ChatRequest) -> Selection | None:
+        """While a draft is open, follow-ups ("Ergänze bitte: Budget 200 Euro") stay in the interview; only a
+        trigger keyword of another strategy (a clear change of topic) leaves it, and the reason says so."""
+        interview = self.interview
+        if not request.draft_open or interview is None:
+            return None
+        hit = keyword_or_none(self.selector.matcher, request.message)
+        if hit is None or hit.strategy == interview:
+            return Selection(interview, "a draft is open: follow-ups stay in the interview until it is saved "
+                                        "or discarded")
+        return Selection(hit.strategy, f"a draft is open, but {hit.reason}: the topic changed to {hit.strategy} "
+                                       "(the draft stays open)")
+
     async def aroute(self, request: ChatRequest) -> Selection:
-        """The strategy for a request: the override when given, else the selector's choice."""
+        """The strategy for a request: the override when given, the open draft's interview, else the
+        selector's choice."""
         if request.strategy is not None:
             if request.strategy not in self.engines:
                 raise QueryError(f"unknown strategy {request.strategy!r}; configured: {sorted(self.engines)}",
                                  field="strategy")
             return Selection(request.strategy, f"strategy '{request.strategy}' requested")
+        sticky = self.sticky(request)
+        if sticky is not None:
+            return sticky
         names = [t.metadata.name or "" for t in self.tools]
         result = await self.selector.aselect([t.metadata for t in self.tools], request.message)
         return Selection(names[result.ind], result.reason)
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
+        self.gate.recheck()   # a new message asks Ollama again at once, however recently it was down
         selection = await self.aroute(request)
         logger.info("chat routed to %s (%s)", selection.strategy, selection.reason)
         yield ChatEvent(kind="intent", data={"strategy": selection.strategy, "reason": selection.reason})

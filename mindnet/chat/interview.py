@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 from mindnet.chat.context import ChatServices, Turn
 from mindnet.chat.keywords import detect_target_type
-from mindnet.chat.llm import unavailable_notice
+from mindnet.chat.llm import interrupted_notice, unavailable_notice
 from mindnet.chat.models import ChatEvent, ChatResponse, ChatTurn, format_history
 from mindnet.chat.sanitizer import NoteDraft, empty_draft, normalize_meta_and_body
 from mindnet.chat.strategies import StrategyEngine, done
@@ -101,7 +101,8 @@ class InterviewEngine(StrategyEngine):
         except LLMUnavailableError as exc:
             if pieces:
                 yield ChatEvent(kind="error", data={"message": f"generation stopped midway: {exc}"})
-            yield done(self._offline(note_type, schema, unavailable_notice(s.settings, str(exc)), base,
+            notice = interrupted_notice(str(exc)) if pieces else unavailable_notice(s.settings, str(exc))
+            yield done(self._offline(note_type, schema, notice, base,
                                      title=title_from_message(turn.request.message)))
             return
         reply = "".join(pieces).strip()

@@ -49,10 +49,21 @@ def status_from_tags(payload: object, model: str, url: str) -> LLMStatus:
 
 
 def unavailable_notice(settings: Settings, reason: str) -> str:
-    """The user-facing line: generation is off, why, and how to turn it on."""
-    return (f"Answer generation is unavailable ({reason}). To enable it: start Ollama (`ollama serve`), "
-            f"pull the model (`ollama pull {settings.llm_model}`) and point MINDNET_OLLAMA_URL at it "
-            f"(now {settings.ollama_url}).")
+    """The user-facing line when generation cannot start: why, and the one step that fixes it."""
+    if "unreachable" in reason:
+        fix = (f"start Ollama (`ollama serve`) or point MINDNET_OLLAMA_URL at it (now {settings.ollama_url}); "
+               f"the next message checks again")
+    elif "is not available in Ollama" in reason:
+        fix = f"pull the model (`ollama pull {settings.llm_model}`) or set MINDNET_LLM_MODEL"
+    else:
+        fix = "check Ollama's log; the next message tries again"
+    return f"Answer generation is unavailable ({reason}). To enable it: {fix}."
+
+
+def interrupted_notice(reason: str) -> str:
+    """The user-facing line when the model failed after it had started answering."""
+    return (f"The model failed while answering ({reason}), so the answer is cut off. "
+            f"Send the message again to retry.")
 
 
 class LLMGate:
@@ -77,6 +88,12 @@ class LLMGate:
     def _fresh(self) -> LLMStatus | None:
         s = self._status
         return s if s is not None and time.monotonic() - s.checked_at < self.ttl else None
+
+    def recheck(self) -> None:
+        """Forget a cached "unavailable", so the next call asks Ollama again (a new message should not wait
+        out the cache after Ollama is back); a cached "available" stays."""
+        if self._status is not None and not self._status.available:
+            self._status = None
 
     def _remember(self, status: LLMStatus) -> LLMStatus:
         if not status.available:
@@ -147,10 +164,15 @@ class LLMGate:
     async def astream(self, prompt: str, *, system: str | None = None) -> AsyncIterator[str]:
         """The answer's text pieces as they arrive; LLMUnavailableError when it fails (maybe midway)."""
         self._require(await self.astatus())
+        started = False
         try:
             stream = await self.llm.astream_chat(self.messages(prompt, system))
             async for part in stream:
                 if part.delta:
+                    started = True
                     yield part.delta
         except LLM_ERRORS as exc:
+            if started and isinstance(exc, ollama.ResponseError):
+                # Ollama is up and said why it stopped: that is not "unreachable", nothing to remember
+                raise LLMUnavailableError(f"Ollama answered with an error: {exc.error}") from exc
             raise self.mark_down(exc) from exc

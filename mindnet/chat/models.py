@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-EventKind = Literal["intent", "retrieval", "graph", "scoring", "generation", "token", "done", "error"]
+# "sources" comes as soon as retrieval has finished (before any token), so a client can show them while the
+# answer streams and keep them when generation fails or is stopped
+EventKind = Literal["intent", "retrieval", "graph", "scoring", "sources", "generation", "token", "done", "error"]
 
 
 class ChatTurn(BaseModel):
@@ -25,6 +27,8 @@ class ChatRequest(BaseModel):
     top_k: int | None = Field(None, ge=1, le=50)
     expand_depth: int | None = Field(None, ge=0, le=3)
     edge_types: list[str] | None = None
+    draft_open: bool = Field(False, description="an interview draft is open in the client: follow-ups stay in "
+                                                "the interview until it is saved or discarded")
 
     @field_validator("message")
     @classmethod
@@ -48,6 +52,7 @@ class ChatResponse(BaseModel):
     draft: dict[str, Any] | None = None
     generation_available: bool = True
     notice: str | None = None
+    cut_off: bool = Field(False, description="generation failed midway: `answer` is the part that arrived")
     trace: dict[str, Any] = Field(default_factory=dict)
 
 

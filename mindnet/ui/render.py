@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -19,12 +19,6 @@ _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+!|~>:$])")   # ':' starts a directive,
 MAX_EDGES = 8
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _BACKTICKS = re.compile(r"`+")
-
-STEP_TITLES: dict[str, str] = {
-    "intent": "Intent routing", "retrieval": "Retrieval", "graph": "Graph expansion",
-    "scoring": "Scoring", "generation": "Generation",
-}
-
 
 def escape(text: object) -> str:
     """`text` as literal inline Markdown: no HTML, no emphasis, no links."""
@@ -44,8 +38,9 @@ def badge(intent: str) -> str:
     return f"`{intent.upper().replace('`', '')}`"
 
 
-def obsidian_uri(vault_root: Path, path: str) -> str:
-    return f"obsidian://open?vault={quote(Path(vault_root).name, safe='')}&file={quote(path, safe='')}"
+def open_url(path: str) -> str:
+    """The server's redirect to `obsidian://open?...` (Markdown renderers drop the obsidian: scheme)."""
+    return f"/open?path={quote(path, safe='')}"
 
 
 def sources_title(question: str, count: int) -> str:
@@ -54,69 +49,219 @@ def sources_title(question: str, count: int) -> str:
     return f"{count} source{'s' if count != 1 else ''} for: {short}"
 
 
-def source_name(index: int, hit: Mapping[str, Any]) -> str:
-    """Element name of a source; the answer text refers to it so Chainlit links the side panel."""
-    return f"[{index}] {hit.get('title') or hit.get('note_id') or hit.get('node_id')}"
+def source_name(index: int) -> str:
+    """Element name of a source: its number. Chainlit turns every "[n]" in the answer into a link to it, so
+    the answer's citations open their source; a title never goes into a name (it may hold Markdown)."""
+    return f"[{index}]"
 
 
 def _fmt(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, int | float) else "-"
+    return f"{value:.3f}" if isinstance(value, int | float) and not isinstance(value, bool) else "-"
+
+
+def _num(b: Mapping[str, Any], key: str) -> float | None:
+    v = b.get(key)
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
 def breakdown_line(b: Mapping[str, Any] | None) -> str:
+    """ "semantic 0.900 + links 0.180 + centrality 0.200 = 1.280": the three terms the total is made of."""
     if not b:
         return "no breakdown"
-    return (f"semantic {_fmt(b.get('semantic_term'))} + edge {_fmt(b.get('edge_term'))} + "
+    return (f"semantic {_fmt(b.get('semantic_term'))} + links {_fmt(b.get('edge_term'))} + "
             f"centrality {_fmt(b.get('centrality_term'))} = {_fmt(b.get('total'))}")
 
 
-def source_markdown(hit: Mapping[str, Any], *, vault_root: Path) -> str:
-    """The side panel of one source: title, path, links, score, breakdown, why, related edges, chunk text."""
-    path = str(hit.get("path") or "")
-    lines = [f"### {escape(hit.get('title') or hit.get('note_id') or '?')}", ""]
-    if path:
-        lines += [f"**Path:** {escape(path)}  ", f"**File:** `{(Path(vault_root) / path).as_posix()}`  ",
-                  f"**Open in Obsidian:** [{escape(path)}]({obsidian_uri(vault_root, path)})  "]
-    if hit.get("type"):
-        lines.append(f"**Type:** {escape(hit['type'])}  ")
-    if hit.get("heading_path"):
-        lines.append(f"**Section:** {escape(' > '.join(map(str, hit['heading_path'])))}  ")
-    lines += [f"**Score:** {_fmt(hit.get('score'))}  ",
-              f"**Breakdown:** {breakdown_line(hit.get('score_breakdown'))}", ""]
+def breakdown_rows(b: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """The table behind `breakdown_line`: per term its input, weight and result (the same numbers)."""
+    if not b:
+        return []
+    sim = f"similarity {_fmt(b.get('semantic'))}"
+    if _num(b, "dense") is not None and _num(b, "lexical") is not None:
+        sim += f" (dense {_fmt(b.get('dense'))}, words {_fmt(b.get('lexical'))})"
+    sim += f" x type weight {_fmt(b.get('retriever_weight'))}"
+    return [
+        {"term": "semantic", "input": sim, "weight": _fmt(b.get("semantic_weight")),
+         "value": _fmt(b.get("semantic_term"))},
+        {"term": "links", "input": f"link bonus {_fmt(b.get('edge_bonus'))}", "weight": _fmt(b.get("edge_weight")),
+         "value": _fmt(b.get("edge_term"))},
+        {"term": "centrality", "input": f"PageRank {_fmt(b.get('centrality_bonus'))}",
+         "weight": _fmt(b.get("centrality_weight")), "value": _fmt(b.get("centrality_term"))},
+        {"term": "total", "input": "", "weight": "", "value": _fmt(b.get("total"))},
+    ]
+
+
+EDGE_WORDS = {"references": "wikilink", "mentions": "mentions its title", "depends_on": "depends on",
+              "related_to": "related", "belongs_to": "part of", "part_of": "part of", "blocks": "blocks",
+              "supports": "supports", "contradicts": "contradicts", "next": "next", "prev": "previous"}
+
+
+def edge_words(kind: object) -> str:
+    return EDGE_WORDS.get(str(kind), str(kind).replace("_", " "))
+
+
+def plain_reasons(hit: Mapping[str, Any], limit: int = 4) -> list[str]:
+    """Why this source, in plain words: how well it matched, whether the graph found it, its links."""
     b = hit.get("score_breakdown") or {}
-    parts = [(k, b[k]) for k in ("semantic", "dense", "lexical", "retriever_weight", "edge_bonus",
-                                 "centrality_bonus") if b.get(k) is not None]
-    if parts:
-        lines += ["| " + " | ".join(k for k, _ in parts) + " |", "|" + "---|" * len(parts),
-                  "| " + " | ".join(_fmt(v) for _, v in parts) + " |", ""]
     expl = hit.get("explanation") or {}
-    if expl.get("reasons"):
-        lines += ["**Why:**"] + [f"- {escape(r)}" for r in expl["reasons"]] + [""]
-    incoming, outgoing = list(expl.get("incoming") or []), list(expl.get("outgoing") or [])
-    edges = incoming[:MAX_EDGES] + outgoing[:MAX_EDGES]
-    if edges:
-        lines += ["**Related edges:**"]
-        for e in edges:
-            arrow = "<-" if e.get("direction") == "incoming" else "->"
-            lines.append(f"- {escape(arrow)} {escape(e.get('other_title') or e.get('other_id'))} "
-                         f"({escape(e.get('kind'))}, confidence {_fmt(e.get('confidence'))})")
-        more = len(incoming) + len(outgoing) - len(edges)
-        if more > 0:
-            lines.append(f"- ... and {more} more")
-        lines.append("")
+    out = []
+    if _num(b, "semantic") is not None:
+        out.append(f"matches your question (similarity {_fmt(b.get('semantic'))})")
     if expl.get("via_graph"):
-        lines += ["_found through graph expansion_", ""]
-    lines += ["**Text:**", code_block(str(hit.get("text") or ""), "markdown")]
-    return "\n".join(lines)
+        out.append("found through the links of the best matches, not by the text search")
+    if (_num(b, "centrality_bonus") or 0) >= 0.5:   # PageRank in the result subgraph, max 1
+        out.append("central among the found notes (many of them link to it)")
+    for e in list(expl.get("incoming") or [])[:limit]:
+        out.append(f"linked from '{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
+    for e in list(expl.get("outgoing") or [])[:limit]:
+        out.append(f"links to '{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
+    more = sum(max(len(expl.get(k) or []) - limit, 0) for k in ("incoming", "outgoing"))
+    if more:
+        out.append(f"and {more} more link{'s' if more != 1 else ''} (see the details)")
+    for p in hit.get("passages") or []:   # note-level results: the note's other matching passages
+        if isinstance(p, Mapping) and p.get("heading_path"):
+            out.append(f"also matches in '{' > '.join(map(str, p['heading_path']))}'")
+    return out
+
+
+def rule_details(hit: Mapping[str, Any]) -> list[str]:
+    """The technical reasons (scorer wording, edge rule ids and confidences) for the details toggle."""
+    expl = hit.get("explanation") or {}
+    lines = [str(r) for r in expl.get("reasons") or []]
+    for e in list(expl.get("incoming") or []) + list(expl.get("outgoing") or []):
+        lines.append(f"{e.get('direction')} {e.get('kind')} {e.get('other_id')}: rule {e.get('rule_id')}, "
+                     f"confidence {_fmt(e.get('confidence'))}")
+    return list(dict.fromkeys(lines))
+
+
+_STOP = set("""der die das und oder ein eine einer eines einem einen ist sind war habe hast hat ich du er sie es wir
+ihr was wer wie wo wann warum welche welcher welches mit von zu zum zur für auf aus bei nach über unter dem den
+des nicht auch noch nur mein meine the and or a an is are was were what who how why when which with from for of
+to in on at by this that it its my your does do did""".split())
+
+
+def highlight_words(query: str) -> list[str]:
+    """The query's content words (3+ letters, no stop words) to mark in a source's text."""
+    words = re.findall(r"[^\W_]{3,}", query.casefold())
+    return list(dict.fromkeys(w for w in words if w not in _STOP))
+
+
+def source_props(index: int, hit: Mapping[str, Any], *, query: str, query_id: str) -> dict[str, Any]:
+    """Everything the SourcePanel element shows for one source (all plain data; the element escapes it)."""
+    path = str(hit.get("path") or "")
+    b = hit.get("score_breakdown") or {}
+    return {
+        "index": index, "title": str(hit.get("title") or hit.get("note_id") or "?"), "path": path,
+        "open_url": open_url(path) if path else "", "type": str(hit.get("type") or ""),
+        "section": " > ".join(map(str, hit.get("heading_path") or [])),
+        "score": _fmt(hit.get("score")), "breakdown": breakdown_line(b), "rows": breakdown_rows(b),
+        "why": plain_reasons(hit), "details": rule_details(hit), "text": str(hit.get("text") or ""),
+        "highlight": highlight_words(query), "query_id": query_id,
+        "node_id": str(hit.get("node_id") or hit.get("note_id") or ""), "rating": 0,
+    }
 
 
 def source_summary(index: int, hit: Mapping[str, Any]) -> str:
-    """One line under the answer; the bracketed name links to the side element of the same name."""
-    return f"- {source_name(index, hit)} · {escape(hit.get('path') or '')} · score {_fmt(hit.get('score'))}"
+    """One line under the answer; "[n]" links to the source's panel (the element of that name)."""
+    title = escape(hit.get("title") or hit.get("note_id") or "?")
+    return f"- {source_name(index)} **{title}** · {escape(hit.get('path') or '')} · score {_fmt(hit.get('score'))}"
+
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+
+
+def inline_markdown(text: object) -> str:
+    """`text` escaped like `escape`, but its `code spans` stay code (notices name commands that way)."""
+    out, last = [], 0
+    s = str(text if text is not None else "")
+    for m in _CODE_SPAN.finditer(s):
+        out.append(escape(s[last:m.start()]))
+        code = m.group(2).replace("`", "")
+        out.append(f"`{code}`")
+        last = m.end()
+    out.append(escape(s[last:]))
+    return "".join(out)
+
+
+_NOTE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(?:markdown|md)?[ \t]*\n\s*---[ \t]*\n.*?^ {0,3}\1[ \t]*$",
+                         re.M | re.S | re.I)
+
+
+def without_note_block(text: str) -> str:
+    """An interview reply without the note's fenced block (the note is shown in the draft editor)."""
+    stripped = _NOTE_FENCE.sub("", text).strip()
+    return stripped or "Here is the draft of your note."
+
+
+CUT_OFF = "… _(cut off: the model stopped while answering)_"
+
+
+def answer_markdown(*, header: str, body: str, sources: list[Mapping[str, Any]], notice: str | None = None,
+                    cut_off: bool = False, writing: bool = False) -> str:
+    """The answer message: badge and reason, the answer (so far), a notice, the numbered sources."""
+    parts = [header, ""]
+    if body.strip():
+        parts.append(body.rstrip() + (" " + CUT_OFF if cut_off else ""))
+    elif writing:
+        parts.append("_writing the answer..._")
+    elif cut_off:
+        parts.append("_(stopped before the answer began)_")
+    else:
+        parts.append("_(no answer generated)_")
+    if notice:
+        parts += ["", f"> ⚠ {inline_markdown(notice)}"]
+    if sources:
+        parts += ["", "**Sources**"] + [source_summary(i, h) for i, h in enumerate(sources, 1)]
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- "How I answered"
+
+HOW_TITLE = "How I answered"
+STEP_TITLES: dict[str, str] = {
+    "intent": "Intent routing", "retrieval": "Retrieval", "graph": "Graph expansion",
+    "scoring": "Scoring", "sources": "Sources", "generation": "Generation",
+}
+
+
+def _ms(data: Mapping[str, Any]) -> str:
+    v = data.get("ms")
+    return f"{v:.0f} ms" if isinstance(v, int | float) else "?"
+
+
+def how_sentence(kind: str, data: Mapping[str, Any]) -> str:
+    """One sentence of the "How I answered" step for one engine event."""
+    if kind == "intent":
+        why = escape(data.get("reason") or "the router chose it")
+        return f"I answered as **{escape(data.get('strategy'))}** because {why}."
+    if kind == "retrieval":
+        queries = data.get("queries") or []
+        edges = data.get("edge_types")
+        follow = ("all configured links" if not edges else ", ".join(escape(e) for e in edges))
+        what = "; ".join(f"\"{escape(q)}\"" for q in queries) or "your message"
+        return (f"I searched your notes for {what} ({escape(data.get('mode') or '?')} search, graph depth "
+                f"{data.get('depth', '?')}, following {follow}) and found {data.get('candidates', 0)} "
+                f"candidates in {_ms(data)}.")
+    if kind == "graph":
+        seeds, nodes = _count(data.get("seeds")), _count(data.get("nodes"))
+        if not nodes:
+            return "The graph added nothing (no expansion)."
+        return (f"The graph expanded {seeds} top hits to {nodes} linked notes over {_count(data.get('edges'))} "
+                f"links in {_ms(data)}.")
+    if kind == "scoring":
+        return f"Scoring and ranking took {_ms(data)}."
+    if kind == "sources":
+        n = len(data.get("sources") or [])
+        if not n:
+            return "No source matched."
+        return f"I kept the best {n} source{'s' if n != 1 else ''}, numbered 1 to {n}."
+    if kind == "generation":
+        return f"The model {escape(data.get('model') or '?')} wrote the answer from them."
+    return escape(data)
 
 
 def step_output(kind: str, data: Mapping[str, Any]) -> str:
-    """What a Chainlit step shows for one engine event."""
+    """The detailed sub-step of one engine event (inside "How I answered")."""
     ms = f" in {data['ms']:.0f} ms" if isinstance(data.get("ms"), int | float) else ""
     if kind == "intent":
         return f"strategy **{escape(data.get('strategy'))}** - {escape(data.get('reason') or '')}"
@@ -129,6 +274,8 @@ def step_output(kind: str, data: Mapping[str, Any]) -> str:
                 f"{_count(data.get('edges'))} edges{ms}")
     if kind == "scoring":
         return f"scored{ms}"
+    if kind == "sources":
+        return "\n".join(source_summary(i, h) for i, h in enumerate(data.get("sources") or [], 1)) or "none"
     if kind == "generation":
         return f"model {escape(data.get('model') or '?')}"
     return escape(data)
@@ -138,17 +285,42 @@ def _count(value: Any) -> int:
     return len(value) if isinstance(value, list | tuple | set | dict) else int(value or 0)
 
 
-def history_markdown(records: Iterable[Mapping[str, Any]], limit: int = 10) -> str:
-    rows = list(records)[-limit:][::-1]
+def local_time(timestamp: object) -> str:
+    """An ISO timestamp of the logs (UTC) as this machine's local time, "2025-06-01 14:03"."""
+    try:
+        when = datetime.fromisoformat(str(timestamp))
+    except ValueError:
+        return str(timestamp or "")[:16]
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def history_rows(records: Iterable[Mapping[str, Any]], limit: int = 10) -> list[dict[str, str]]:
+    """The newest searches first, one per question: when (local time), query, strategy / mode, top hit."""
+    rows, seen = [], set()
+    for r in reversed(list(records)):
+        text = str(r.get("query_text") or "").strip()
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        hits = r.get("hits") or []
+        top = (hits[0].get("title") or hits[0].get("note_id")) if hits else "-"
+        rows.append({"when": local_time(r.get("timestamp")), "query": text, "top": str(top or "-"),
+                     "how": " / ".join(str(x) for x in (r.get("strategy"), r.get("mode")) if x)})
+        if len(rows) >= limit:
+            break
+    return rows
+
+
+def history_markdown(rows: list[Mapping[str, str]]) -> str:
     if not rows:
         return "No searches yet."
-    lines = ["**Recent searches**", "", "| when | query | strategy / mode | top hit |", "|---|---|---|---|"]
-    for r in rows:
-        hits = r.get("hits") or []
-        top = hits[0].get("title") or hits[0].get("note_id") if hits else "-"
-        how = " / ".join(str(x) for x in (r.get("strategy"), r.get("mode")) if x)
-        when = str(r.get("timestamp", ""))[:19].replace("T", " ")
-        lines.append(f"| {escape(when)} | {escape(r.get('query_text'))} | {escape(how)} | {escape(top)} |")
+    lines = ["**Recent searches** (local time; click one below to ask it again)", "",
+             "| # | when | query | strategy / mode | top hit |", "|---|---|---|---|---|"]
+    for i, r in enumerate(rows, 1):
+        lines.append(f"| {i} | {escape(r['when'])} | {escape(r['query'])} | {escape(r['how'])} | "
+                     f"{escape(r['top'])} |")
     return "\n".join(lines)
 
 
@@ -158,13 +330,42 @@ def import_markdown(report: Mapping[str, Any]) -> str:
             f"{r['changed']} changed, {r['deleted']} deleted), {r['chunks']} chunks, {r['edges']} edges.")
 
 
+def import_problems(report: Mapping[str, Any], limit: int = 30) -> list[str]:
+    """The report's problems, one line each: skipped files, warnings, unresolved links."""
+    lines = [f"skipped: {x}" for x in report.get("skipped") or []]
+    lines += [f"warning: {x}" for x in report.get("warnings") or []]
+    lines += [f"unresolved link in {u.get('note')}: [[{u.get('link')}]]" for u in report.get("unresolved_links") or []
+              if isinstance(u, Mapping)]
+    return lines[:limit] + ([f"... and {len(lines) - limit} more"] if len(lines) > limit else [])
+
+
+def import_report_markdown(report: Mapping[str, Any]) -> str:
+    problems = import_problems(report)
+    text = import_markdown(report)
+    if problems:
+        text += f"\n\n**{len(problems)} problem{'s' if len(problems) != 1 else ''}:**\n" + \
+            "\n".join(f"- {escape(p)}" for p in problems)
+    return text
+
+
+def progress_markdown(*, done: int, total: int, texts: int, path: str, elapsed: float) -> str:
+    """A running import: notes and texts embedded so far, and the time left at the rate so far."""
+    if total == 0:
+        return f"Re-importing ... checking the vault for changed notes ({elapsed:.0f} s)"
+    eta = ""
+    if 0 < done < total:
+        eta = f", about {elapsed / done * (total - done):.0f} s left"
+    return (f"Re-importing ... {done}/{total} changed notes, {texts} texts embedded{eta} "
+            f"(last: {escape(path)})")
+
+
 def draft_filename(draft: Mapping[str, Any]) -> str:
     title = re.sub(r"[^\w\- ]+", "", str(draft.get("title") or "draft"), flags=re.UNICODE).strip() or "draft"
     return f"{title}.md"
 
 
-def chat_request(message: str, history: list[Mapping[str, Any]], settings: Mapping[str, Any] | None
-                 ) -> ChatRequest:
+def chat_request(message: str, history: list[Mapping[str, Any]], settings: Mapping[str, Any] | None,
+                 *, draft_open: bool = False) -> ChatRequest:
     """The engine request for a chat message under the settings panel's values ("auto"/0/[] = default)."""
     s = dict(settings or {})
 
@@ -177,4 +378,4 @@ def chat_request(message: str, history: list[Mapping[str, Any]], settings: Mappi
         message=message, history=[ChatTurn.model_validate(t) for t in history], strategy=pick("strategy"),
         mode=pick("mode"), top_k=int(pick("top_k")) if pick("top_k") else None,
         expand_depth=None if depth in (None, "", "auto") else int(depth),
-        edge_types=list(pick("edge_types")) if pick("edge_types") else None)
+        edge_types=list(pick("edge_types")) if pick("edge_types") else None, draft_open=draft_open)

@@ -1,22 +1,51 @@
 // Interview draft editor (Chainlit custom element). Props: draft_id, markdown, note_type, title, warnings,
-// status ("editing" | "saved" | "discarded" | "error"), detail. The text typed here is sent to the server
-// session (action draft_update) while typing and kept in the element's props on blur, so switching to the
-// chat and back never loses it; Save / Download / Discard send the current text along.
-import { useRef, useState } from "react";
+// status ("editing" | "saved" | "discarded" | "error"), detail. The text typed here is
+// - kept in this browser (localStorage "mindnet.draft") at every keystroke, so a reload or a closed tab loses
+//   nothing: the page script (public/mindnet.js) hands it back to the server, which reopens the editor;
+// - sent to the server session (action draft_update) while typing, and kept in the element's props on blur,
+//   so switching to the chat and back never loses it.
+// Save / Download / Discard send the current text along. Extension point: `aside` (below the text) is where
+// panels beside the draft (e.g. link suggestions) go; they get the current text.
+import { useEffect, useRef, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Textarea } from "@/components/ui/textarea";
 
+const DRAFT_KEY = "mindnet.draft";
+
+function kept(draftId) {
+  try {
+    const stored = JSON.parse(window.localStorage.getItem(DRAFT_KEY) || "null");
+    return stored && stored.draft_id === draftId && typeof stored.markdown === "string" ? stored.markdown : null;
+  } catch (err) {
+    return null;
+  }
+}
+
 export default function DraftEditor() {
-  const [text, setText] = useState(props.markdown || "");
+  // Chainlit may mount the element again (a re-render of the chat): the text kept in this browser is newer
+  const [text, setText] = useState(() => kept(props.draft_id) ?? (props.markdown || ""));
   const [busy, setBusy] = useState(false);
   const timer = useRef(null);
   const status = props.status || "editing";
   const editable = status === "editing" || status === "error";
 
+  const keep = (value) => {
+    try {
+      window.localStorage.setItem(DRAFT_KEY, JSON.stringify({
+        draft_id: props.draft_id, markdown: value, note_type: props.note_type, title: props.title,
+        warnings: props.warnings || [],
+      }));
+    } catch (err) { /* storage full or disabled: the server session still has the text */ }
+  };
+  useEffect(() => {
+    if (editable) keep(text);
+    else if (status === "saved" || status === "discarded") window.localStorage.removeItem(DRAFT_KEY);
+  }, [status]);
   const store = (value) => callAction({ name: "draft_update", payload: { draft_id: props.draft_id, markdown: value } });
   const onChange = (event) => {
     const value = event.target.value;
     setText(value);
+    keep(value);
     clearTimeout(timer.current);
     timer.current = setTimeout(() => store(value), 300);
   };

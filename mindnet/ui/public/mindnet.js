@@ -1,0 +1,84 @@
+// mindnet's page script (served from this machine, like every asset of the chat; see mindnet/ui/mount.py).
+// 1. Commands take no argument, so picking one (Enter or click in the "/" menu) runs it at once instead of
+//    leaving a chip that would turn the next question into that command.
+// 2. On narrow screens Chainlit opens the sources drawer over the chat whenever an answer brings sources;
+//    close it unless the user opened it (a click on a citation or a source link).
+// 3. An unsaved interview draft is kept in this browser (the editor stores it as it is typed); after a reload
+//    the page hands it back to the server, which opens it again.
+(function () {
+  "use strict";
+  var NARROW = 768; // Chainlit's own mobile breakpoint
+
+  // 1. commands run at once
+  function menuOpen() {
+    return !!document.querySelector(".command-item");
+  }
+  function submitPickedCommand() {
+    setTimeout(function () {
+      var input = document.getElementById("chat-input");
+      var submit = document.getElementById("chat-submit");
+      if (input && submit && !input.value.trim() && !submit.disabled) submit.click();
+    }, 80);
+  }
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey && e.target && e.target.id === "chat-input" && menuOpen()) {
+      submitPickedCommand();
+    }
+  }, true);
+  document.addEventListener("click", function (e) {
+    if (e.target && e.target.closest && e.target.closest(".command-item")) submitPickedCommand();
+  }, true);
+
+  // 2. no drawer that opens by itself on phones
+  var userOpened = 0;
+  document.addEventListener("pointerdown", function (e) {
+    var t = e.target;
+    if (t && t.closest && t.closest(".element-link, [data-mindnet-opens-panel]")) userOpened = Date.now();
+  }, true);
+  function closeAutoOpenedDrawer() {
+    if (window.innerWidth >= NARROW) return;
+    var content = document.getElementById("side-view-content");
+    if (!content || content.dataset.mindnetSeen) return;
+    content.dataset.mindnetSeen = "1";
+    if (Date.now() - userOpened < 2000) return; // the user asked for it
+    var dialog = content.closest("[role=dialog]");
+    var close = dialog && dialog.querySelector("button[type=button] .sr-only");
+    if (close) {
+      close.parentElement.click();
+    } else {
+      document.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    }
+  }
+
+  // 3. hand a kept draft back after a reload
+  var DRAFT_KEY = "mindnet.draft";
+  var restored = false;
+  function restoreDraft() {
+    if (restored || !document.getElementById("chat-input")) return;
+    restored = true;
+    var raw = null;
+    try { raw = window.localStorage.getItem(DRAFT_KEY); } catch (err) { raw = null; }
+    if (!raw) return;
+    try {
+      var draft = JSON.parse(raw);
+      if (draft && typeof draft.markdown === "string") {
+        // wait until the chat session is up (the settings button is sent by the server at chat start)
+        var tries = 0;
+        var timer = setInterval(function () {
+          tries += 1;
+          if (document.getElementById("chat-settings-open-modal") || tries > 100) {
+            clearInterval(timer);
+            window.postMessage({ mindnet: "restore_draft", draft: draft }, window.location.origin);
+          }
+        }, 100);
+      }
+    } catch (err) {
+      window.localStorage.removeItem(DRAFT_KEY);
+    }
+  }
+
+  new MutationObserver(function () {
+    closeAutoOpenedDrawer();
+    restoreDraft();
+  }).observe(document.documentElement, { childList: true, subtree: true });
+})();

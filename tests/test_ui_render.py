@@ -1,0 +1,81 @@
+"""The chat UI's Markdown and panel data (pure functions of mindnet.ui.render)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from helpers_ui import DRAFT_REPLY
+
+from mindnet.ui import render
+
+BREAKDOWN = {"semantic": 1.0, "dense": 0.9, "lexical": 0.8, "retriever_weight": 0.9, "edge_bonus": 0.6,
+             "centrality_bonus": 1.0, "semantic_weight": 1.0, "edge_weight": 0.3, "centrality_weight": 0.2,
+             "semantic_term": 0.9, "edge_term": 0.18, "centrality_term": 0.2, "total": 1.28}
+HIT = {"node_id": "pagerank#c01", "note_id": "pagerank", "title": "**PageRank** <b>", "path": "concepts/pagerank.md",
+       "type": "concept", "heading_path": ["PageRank"], "score": 1.28, "text": "PageRank ranks notes by links.",
+       "score_breakdown": BREAKDOWN,
+       "explanation": {"reasons": ["semantic match 1.000"], "via_graph": False,
+                       "incoming": [{"direction": "incoming", "kind": "references", "rule_id": "explicit:wikilink",
+                                     "confidence": 1.0, "other_id": "hybrid", "other_title": "Hybride Suche"}],
+                       "outgoing": []}}
+
+
+def test_breakdown_line_and_table_show_the_same_numbers_under_the_same_names() -> None:
+    assert render.breakdown_line(BREAKDOWN) == "semantic 0.900 + links 0.180 + centrality 0.200 = 1.280"
+    rows = {r["term"]: r for r in render.breakdown_rows(BREAKDOWN)}
+    assert [rows[t]["value"] for t in ("semantic", "links", "centrality", "total")] == \
+        ["0.900", "0.180", "0.200", "1.280"]
+    assert rows["semantic"]["input"] == "similarity 1.000 (dense 0.900, words 0.800) x type weight 0.900"
+
+
+def test_source_props_are_plain_data_with_plain_reasons_and_rule_ids_apart() -> None:
+    props = render.source_props(2, HIT, query="Wie rankt PageRank Notizen?", query_id="q1")
+    assert props["title"] == "**PageRank** <b>" and props["index"] == 2        # the element escapes it
+    assert props["open_url"] == "/open?path=concepts%2Fpagerank.md"
+    assert "linked from 'Hybride Suche' (wikilink)" in props["why"]
+    assert not any("explicit:wikilink" in w for w in props["why"])
+    assert any("rule explicit:wikilink" in d for d in props["details"])
+    assert props["highlight"] == ["rankt", "pagerank", "notizen"]
+
+
+def test_source_summary_escapes_the_title_and_names_the_source_by_number() -> None:
+    assert render.source_name(3) == "[3]"
+    line = render.source_summary(3, HIT)
+    assert line.startswith("- [3] **\\*\\*PageRank\\*\\* &lt;b&gt;**")
+
+
+def test_notices_keep_their_code_spans_and_escape_the_rest() -> None:
+    assert render.inline_markdown("start `ollama serve` *now*") == "start `ollama serve` \\*now\\*"
+
+
+def test_cut_off_answer_is_marked_and_keeps_its_sources() -> None:
+    text = render.answer_markdown(header="`FACT`", body="Qdrant ist ei", sources=[HIT], notice="failed",
+                                  cut_off=True)
+    assert "Qdrant ist ei … _(cut off: the model stopped while answering)_" in text
+    assert "> ⚠ failed" in text and "- [1] " in text
+
+
+def test_the_note_of_an_interview_reply_shows_only_in_the_editor() -> None:
+    assert render.without_note_block(DRAFT_REPLY) == "Hier ist der Entwurf deiner Notiz:"
+    assert render.without_note_block("Welcher Status?") == "Welcher Status?"
+
+
+def test_history_rows_are_newest_first_once_per_question_in_local_time() -> None:
+    records = [{"timestamp": "2025-06-01T12:00:00.000+00:00", "query_text": "A", "hits": []},
+               {"timestamp": "2025-06-01T12:05:00.000+00:00", "query_text": "B", "strategy": "FACT", "mode": "hybrid",
+                "hits": [{"title": "Qdrant"}]},
+               {"timestamp": "2025-06-01T12:10:00.000+00:00", "query_text": "A", "hits": []}]
+    rows = render.history_rows(records)
+    local = datetime.fromisoformat("2025-06-01T12:10:00+00:00").astimezone().strftime("%Y-%m-%d %H:%M")
+    assert [(r["query"], r["when"]) for r in rows][0] == ("A", local)
+    assert [r["query"] for r in rows] == ["A", "B"] and rows[1]["how"] == "FACT / hybrid"
+
+
+def test_import_progress_never_shows_zero_of_zero_and_the_report_lists_problems() -> None:
+    assert "0/0" not in render.progress_markdown(done=0, total=0, texts=0, path="", elapsed=2.0)
+    assert render.progress_markdown(done=2, total=4, texts=7, path="a.md", elapsed=10.0) == \
+        "Re-importing ... 2/4 changed notes, 7 texts embedded, about 10 s left (last: a.md)"
+    text = render.import_report_markdown({"notes": 3, "skipped": ["broken.md: bad YAML"],
+                                          "unresolved_links": [{"note": "a.md", "link": "Nope"}]})
+    assert "**2 problems:**" in text and "- skipped\\: broken.md\\: bad YAML" in text     # escaped Markdown
+    assert "- unresolved link in a.md\\: \\[\\[Nope\\]\\]" in text
