@@ -1,10 +1,13 @@
 """`LiveIndex`: keeps a `Mindnet` index in step with its vault while a server (or `mindnet watch`) runs.
 
-One worker thread runs every import, one after the other: the first catches up with what changed while
-nothing was watching, later ones follow the watcher's change batches (`mindnet.indexing.watch`). A batch that
-arrives during an import is kept and imported right after it, so a burst of saves costs one or two imports,
-never one per file. An edit to the types config reloads it first; an invalid one is reported in the status
-and the previous config stays in force.
+Two worker threads. The notes worker runs phase 1 of every import, one after the other: the first catches up
+with what changed while nothing was watching, later ones follow the watcher's change batches
+(`mindnet.indexing.watch`). The vectors worker runs phase 2 beside it, embedding whatever chunks lack a vector.
+So a note saved during an hour of embedding is written (and searchable) at once, and embedded in its turn.
+A batch that arrives during an import is kept and imported right after it (a phase 1 still running yields to
+it between its batches and writes the saved notes first), so a burst of saves costs one or two imports, never
+one per file. An edit to the types config reloads it first; an invalid one is reported in the status and the
+previous config stays in force.
 """
 
 from __future__ import annotations
@@ -64,7 +67,9 @@ class LiveIndex:
         self._listeners: list[Listener] = []
         self._mu = threading.Lock()
         self._wake = threading.Event()
+        self._vectors = threading.Event()     # phase 1 wrote chunks: the vectors worker has work
         self._stop = threading.Event()
+        self.embedding = False
         self._paths: set[str] = set()
         self._config = False
         self._threads: list[threading.Thread] = []
@@ -77,6 +82,7 @@ class LiveIndex:
     def start(self, *, catch_up: bool = True) -> LiveIndex:
         """Start the import worker (and the watcher); with `catch_up`, import once at once."""
         self._spawn(self._work, "mindnet-import")
+        self._spawn(self._embed, "mindnet-vectors")
         if self.watch:
             ready = threading.Event()
             self._spawn(lambda: self._follow(ready), "mindnet-watch")
@@ -88,6 +94,7 @@ class LiveIndex:
     def stop(self, timeout: float = 30) -> None:
         self._stop.set()
         self._wake.set()
+        self._vectors.set()
         for t in self._threads:
             t.join(timeout=timeout)
 
@@ -103,7 +110,8 @@ class LiveIndex:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._mu:
-                if not self._wake.is_set() and not self.running:
+                if not self._wake.is_set() and not self.running and not self._vectors.is_set() \
+                        and not self.embedding:
                     return True
             time.sleep(0.02)
         return False
@@ -112,7 +120,7 @@ class LiveIndex:
         with self._mu:
             pending = self._wake.is_set()
         return {"watching": self.watch and any(t.name == "mindnet-watch" and t.is_alive() for t in self._threads),
-                "importing": self.running, "pending": pending, "imports": self.imports,
+                "importing": self.running, "embedding": self.embedding, "pending": pending, "imports": self.imports,
                 "last_reimport": self.last.as_dict() if self.last else None, "error": self.error}
 
     # ------------------------------------------------------------------ threads
@@ -157,6 +165,28 @@ class LiveIndex:
                 with self._mu:
                     self.running = False
 
+    def _embed(self) -> None:
+        """Phase 2 whenever phase 1 wrote chunks; again while it makes progress (chunks written meanwhile)."""
+        while not self._stop.is_set():
+            if not self._vectors.wait(timeout=0.5) or self._stop.is_set():
+                continue
+            with self._mu:
+                self._vectors.clear()
+                self.embedding = True
+            try:
+                report = self.mindnet.fill_vectors(should_stop=self._stop.is_set)
+            except Exception as exc:  # keep serving; the status names the failure, the next change retries
+                self.error = f"embedding failed: {exc}"
+                log.exception("embedding failed")
+                continue
+            finally:
+                with self._mu:
+                    self.embedding = False
+            if report.embedded_texts and not self._stop.is_set():
+                self._vectors.set()
+            if report.issues:
+                self.error = str(report.issues[-1])
+
     def _import(self, paths: list[str], config: bool) -> None:
         if config:
             try:
@@ -167,8 +197,9 @@ class LiveIndex:
                 return
         start = time.perf_counter()
         try:
-            # newer changes (or a stop) end phase 2 early: their phase 1 runs first, then the embedding goes on
-            report: ImportReport = self.mindnet.ingest(should_stop=lambda: self._wake.is_set() or self._stop.is_set())
+            # phase 1 only (the vectors worker embeds); newer changes end it early and their notes go first
+            report: ImportReport = self.mindnet.ingest(
+                should_stop=lambda: self._wake.is_set() or self._stop.is_set(), first=paths, embed=False)
         except MindnetError as exc:
             self.error = str(exc)
             log.warning("re-import failed: %s", exc)
@@ -178,6 +209,7 @@ class LiveIndex:
             log.exception("re-import failed")
             return
         self.error = None
+        self._vectors.set()
         self.imports += 1
         self.last = Reimport(label_of(paths), paths, time.time(), time.perf_counter() - start, report.as_dict())
         for listener in self._listeners:

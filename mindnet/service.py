@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -61,6 +61,7 @@ class Mindnet:
         self.index_lock = threading.RLock()   # re-entrant: a full rebuild holds it across its steps
         # one import at a time; it takes `index_lock` only for each write step, so searches run in between
         self.import_lock = threading.Lock()
+        self.vectors_lock = threading.Lock()   # one phase 2 at a time (it may run beside a phase 1)
         self.progress = ImportProgress()
         self._wanted = threading.Event()       # another import waits for `import_lock`
         self._importing = False
@@ -133,9 +134,11 @@ class Mindnet:
                                   f"seconds") from exc
 
     def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None,
-               should_stop: Callable[[], bool] | None = None) -> ImportReport:
-        """Import the vault (phase 1, then phase 2); searches keep answering between its write steps."""
-        # a running import yields to this one at its next phase-2 batch (this run embeds what is left)
+               should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (), embed: bool = True
+               ) -> ImportReport:
+        """Import the vault: phase 1 (one import at a time; a running one yields to this one between its
+        batches), then with `embed` phase 2, unless a server's vector worker is embedding already (it picks the
+        new chunks up). Searches keep answering between the write steps of both."""
         self._wanted.set()
         with self.import_lock:
             self._wanted.clear()
@@ -144,10 +147,21 @@ class Mindnet:
                 return self._wanted.is_set() or bool(should_stop and should_stop())
 
             try:
-                return self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress,
-                                         should_stop=stop)
+                report = self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress,
+                                           should_stop=stop, first=first, embed=False)
             finally:
                 self._after_import()
+        if embed and not report.stopped_early and self.vectors_lock.acquire(blocking=False):
+            try:
+                report.absorb(self.importer.fill(should_stop=should_stop))
+            finally:
+                self.vectors_lock.release()
+        return report
+
+    def fill_vectors(self, *, should_stop: Callable[[], bool] | None = None) -> ImportReport:
+        """Phase 2 alone (a server's vector worker): embed every chunk still without a dense vector."""
+        with self.vectors_lock:
+            return self.importer.fill(should_stop=should_stop)
 
     async def aingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
                       ) -> ImportReport:

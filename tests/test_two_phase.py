@@ -173,3 +173,44 @@ def test_a_query_before_the_first_notes_are_written_says_the_import_is_running(t
     app.progress.update(notes_total=1000)
     with pytest.raises(EmptyIndexError, match=r"the first import is reading the vault \(1000 notes so far\)"):
         app.query(QueryRequest(query="x"))
+
+
+def test_phase_1_writes_the_saved_notes_first_and_yields_to_newer_changes(tmp_path, make_app,
+                                                                          monkeypatch) -> None:
+    from mindnet.indexing import pipeline
+    monkeypatch.setattr(pipeline, "BATCH_NOTES", 2)
+    write_vault(tmp_path / "vault", notes(6))
+    app = make_app()
+    report = app.ingest(first=["n004.md"], should_stop=lambda: True)    # newer changes wait after one batch
+    assert (report.new, report.stopped_early) == (2, True)
+    written = sorted(p["path"] for p in scroll_payloads(app.client, "t_notes", ["path"]))
+    assert "n004.md" in written and len(written) == 2
+    assert check_index(app.client, "t").as_dict()["ok"]
+    rest = app.ingest()
+    assert (rest.new, rest.unchanged, rest.vectors_missing) == (4, 2, 0)
+
+
+def test_a_vector_is_not_written_onto_a_chunk_rewritten_while_it_was_embedded(tmp_path, make_app,
+                                                                             monkeypatch) -> None:
+    from mindnet.indexing import vectors
+    write_vault(tmp_path / "vault", {"a.md": "---\ntitle: A\nid: a\n---\nerster Text"})
+    app = make_app()
+    app.ingest(embed=False)                        # phase 1 only: the chunk waits for its vector
+    embed_many = vectors.Embedder.aembed_many
+
+    async def while_a_save_lands(self, texts, **kwargs):
+        out = await embed_many(self, texts, **kwargs)
+        write_vault(tmp_path / "vault", {"a.md": "---\ntitle: A\nid: a\n---\nzweiter Text"})
+        import asyncio
+        await asyncio.to_thread(app.ingest, embed=False)   # the server's phase 1 rewrites the chunk meanwhile
+        return out
+
+    monkeypatch.setattr(vectors.Embedder, "aembed_many", while_a_save_lands)
+    report = app.fill_vectors()
+    assert (report.embedded_texts, report.vectors_missing) == (1, 1)   # embedded, but not written: stale
+    monkeypatch.setattr(vectors.Embedder, "aembed_many", embed_many)
+    assert app.fill_vectors().vectors_missing == 0
+    from mindnet.store.collections import DENSE, point_id
+    chunk = app.client.retrieve("t_chunks", ids=[point_id("a#c01")], with_payload=["text"], with_vectors=[DENSE])[0]
+    assert chunk.payload["text"] == "zweiter Text"
+    assert chunk.vector[DENSE] == app.embedder.cached_vectors(["A\n\nzweiter Text"])["A\n\nzweiter Text"]

@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -239,10 +239,11 @@ class Importer:
     # ------------------------------------------------------------------ the run
 
     async def arun(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
-                   should_stop: Callable[[], bool] | None = None) -> ImportReport:
-        """Phase 1 (notes, chunks, edges; no model), then phase 2 (dense vectors, cache first).
-        `should_stop()` is asked between phase-2 batches: when it says yes, the run ends early and the next
-        run continues where this one stopped."""
+                   should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
+                   embed: bool = True) -> ImportReport:
+        """Phase 1 (notes, chunks, edges; no model), then, with `embed`, phase 2 (dense vectors, cache first).
+        Notes at the paths in `first` are written first. `should_stop()` is asked between batches of either
+        phase: when it says yes, the run ends early and the next run continues where this one stopped."""
         started = time.perf_counter()
         calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
         self.progress.start()
@@ -250,19 +251,23 @@ class Importer:
         try:
             # a rebuild drops the index: searches wait for its phase 1 instead of finding it half empty
             with self.lock if full else nullcontext():
-                await self._phase1(vault, report, full=full, progress=progress)
-            await self._phase2(report, progress=progress, should_stop=should_stop)
+                await self._phase1(vault, report, full=full, progress=progress,
+                                   should_stop=None if full else should_stop, first=set(first))
         except BaseException:
-            self.progress.update(phase="failed", finished_at=time.time())
+            self.progress.end_notes(failed=True)
             raise
+        self.progress.end_notes()
+        if embed and not report.stopped_early:
+            await self._phase2(report, progress=progress, should_stop=should_stop)
         report.embedding_calls = self.embedder.calls - calls0
         report.embedded_texts = self.embedder.embedded - texts0
         report.seconds_embedding = self.embedder.seconds - backend0
         report.seconds_total = time.perf_counter() - started
-        self.progress.update(phase="done", finished_at=time.time())
         return report
 
-    async def _phase1(self, vault: Path, report: ImportReport, *, full: bool, progress: Progress | None) -> None:
+    async def _phase1(self, vault: Path, report: ImportReport, *, full: bool, progress: Progress | None,
+                      should_stop: Callable[[], bool] | None = None, first: set[str] | frozenset = frozenset()
+                      ) -> None:
         start1 = time.perf_counter()
         with self.lock:
             indexed = all(self.client.collection_exists(n) for n in self.names.values())
@@ -283,6 +288,7 @@ class Importer:
                              f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "
                              f"index on purpose, run with --full", path=str(vault))
         changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
+        changed.sort(key=lambda p: p.note.path not in first)   # the notes just saved go first (stable sort)
         if changed or not complete:
             # only a run that writes chunks asks the backend for its size (a no-change re-import never calls
             # it); a size differing from the chunks collection stops here, before anything is written
@@ -319,6 +325,9 @@ class Importer:
             self.on_written()
             if progress:
                 progress(done, len(changed), batch[-1].note.path)
+            if should_stop and should_stop() and done < len(changed):
+                report.stopped_early = True   # newer changes: the next run plans again and writes the rest
+                break
         if gone or relinked:
             self.on_written()
 
@@ -344,8 +353,7 @@ class Importer:
             missing = coll.count_without_vector(self.client, self.prefix)
             if self.embedder.dim is None:
                 self.embedder.dim = coll.chunks_dim(self.client, self.prefix)
-        self.progress.update(phase="embedding", texts_total=total, texts_embedded=total - missing,
-                             embedding_started_at=time.time())
+        self.progress.begin_embedding(total, total - missing)
         done = 0
 
         def advance(n: int) -> None:
@@ -356,8 +364,11 @@ class Importer:
             if progress:
                 progress(done, missing, "embedding")
 
-        fill = await afill_vectors(self.client, self.prefix, self.embedder, lock=self.lock, progress=advance,
-                                   should_stop=should_stop)
+        try:
+            fill = await afill_vectors(self.client, self.prefix, self.embedder, lock=self.lock, progress=advance,
+                                       should_stop=should_stop)
+        finally:
+            self.progress.end_embedding()
         with self.lock:
             report.vectors_missing = coll.count_without_vector(self.client, self.prefix)
         report.stopped_early = fill.stopped
@@ -375,7 +386,21 @@ class Importer:
                                                         f"found by keywords and links until an import embeds them"))
 
     def run(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
-            should_stop: Callable[[], bool] | None = None) -> ImportReport:
-        return asyncio.run(self.arun(vault, full=full, progress=progress, should_stop=should_stop))
+            should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
+            embed: bool = True) -> ImportReport:
+        return asyncio.run(self.arun(vault, full=full, progress=progress, should_stop=should_stop, first=first,
+                                     embed=embed))
+
+    def fill(self, *, should_stop: Callable[[], bool] | None = None) -> ImportReport:
+        """Phase 2 alone: embed the chunks still without a dense vector."""
+        report = ImportReport(vault="the index")
+        started = time.perf_counter()
+        calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
+        asyncio.run(self._phase2(report, progress=None, should_stop=should_stop))
+        report.embedding_calls = self.embedder.calls - calls0
+        report.embedded_texts = self.embedder.embedded - texts0
+        report.seconds_embedding = self.embedder.seconds - backend0
+        report.seconds_total = time.perf_counter() - started
+        return report
 
 

@@ -32,6 +32,16 @@ class ImportReport:
     stopped_early: bool = False    # phase 2 stopped for newer changes; the next run continues it
     mention_edges: int = 0
 
+    def absorb(self, phase2: ImportReport) -> None:
+        """Add a separate phase-2 run (`Importer.fill`) to this phase-1 report."""
+        self.embedded_texts += phase2.embedded_texts
+        self.embedding_calls += phase2.embedding_calls
+        self.seconds_embedding += phase2.seconds_embedding
+        self.seconds_total += phase2.seconds_total
+        self.vectors_missing = phase2.vectors_missing
+        self.stopped_early = phase2.stopped_early
+        self.issues.extend(phase2.issues)
+
     @property
     def skipped(self) -> list[Issue]:
         return [i for i in self.issues if i.level == "error"]

@@ -72,8 +72,8 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
     """Phase 2: embed every chunk that has no dense vector yet and add it, `batch` chunks at a time (default:
     one round of the embedder's parallel calls). `lock` guards each read and write of the index, never
     the embedding; `should_stop()` is asked after each batch (more work arrived: the caller runs phase 1 for
-    it first, then calls this again). Only one import runs at a time, so the chunks listed at the start are
-    still the ones to embed when their turn comes."""
+    it first, then calls this again). Chunks rewritten meanwhile keep no stale vector: each write checks
+    that the chunk still holds the text that was embedded."""
     lock = lock or nullcontext()
     name = coll.names(prefix)["chunks"]
     report = FillReport()
@@ -95,7 +95,13 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
         report.failed += [f"{where[t]}: {outcome.failed[t]}" for t in texts.values() if t in outcome.failed]
         if ready:
             with lock:
-                client.update_vectors(name, points=ready)
+                # a phase 1 may have rewritten or removed some of these chunks meanwhile (a server writes saved
+                # notes while it embeds): only chunks that still hold the embedded text get the vector
+                now = {str(p.id): embedding_text(p.payload or {}) for p in client.retrieve(
+                    name, ids=[v.id for v in ready], with_payload=["title", "window", "text"])}
+                ready = [v for v in ready if now.get(str(v.id)) == texts[str(v.id)]]
+                if ready:
+                    client.update_vectors(name, points=ready)
         report.chunks += len(ready)
         if progress:
             progress(len(ready))
