@@ -54,7 +54,7 @@ def render_import_report(report, as_json: bool) -> None:
     t.add_row("time", f"{data['seconds_total']:.2f} s total, {other:.2f} s ({share:.0f}%) besides embedding")
     console.print(t)
     for line in data["skipped"] + data["warnings"]:
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)   # one line per problem, unwrapped
     for u in data["unresolved_links"][:20]:
         console.print(f"[dim]unresolved link[/dim] {escape(u['note'])}: {escape('[[' + u['link'] + ']]')}",
                       highlight=False)
@@ -123,9 +123,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         if data["unembedded"]:
             console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
                           f"`mindnet ingest` or a running server adds their vectors)")
-        verdict = "[green]index OK[/green]" if data["ok"] else "[red]index BROKEN[/red]: run `mindnet ingest --full`"
-        console.print(verdict)
+        console.print(_check_verdict(data))
     return 1 if report.broken else 0
+
+
+# what an incremental import repairs by itself: it finishes pending notes, removes points no note lists and
+# derives every note's edges again (an edge to a deleted note is rewritten)
+_INGEST_REPAIRS = {"unfinished_notes", "unlisted", "orphan_chunks", "dangling_edges"}
+
+
+def _check_verdict(data: dict) -> str:
+    if data["ok"]:
+        return "[green]index OK[/green]"
+    problems = {k for k, v in data.items() if isinstance(v, list) and v and k != "unresolved"}
+    fix = "mindnet ingest" if problems <= _INGEST_REPAIRS else "mindnet ingest --full"
+    return f"[red]index BROKEN[/red]: run `{fix}`"
 
 
 def render_hits(data: dict, explain: bool) -> None:

@@ -31,6 +31,7 @@ class ConfigError(MindnetError):
 class VaultError(MindnetError):
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
                  hint: str | None = None) -> None:
+        self.message = message
         self.path = path
         self.line = line
         self.hint = hint

@@ -62,7 +62,7 @@ def test_ingest_prints_each_problem_with_file_line_and_fix(env, capsys) -> None:
     write_vault(env, {"bad.md": "---\nx: [\n---\n"})
     main(["ingest", str(env)])
     out = capsys.readouterr().out
-    assert "error: bad.md:2: frontmatter is not valid YAML: " in out
+    assert "warning: bad.md:2: frontmatter is not valid YAML: " in out
     assert "(fix: check quotes and indentation of that line)" in out
 
 

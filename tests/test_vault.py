@@ -117,11 +117,29 @@ def test_unknown_type_falls_back_to_default_with_a_warning(types_config) -> None
 
 
 @pytest.mark.parametrize(
+    ("raw", "line", "what", "body"),
+    [
+        (b"---\ntitle: ok\nbad: [unclosed\n---\nbody", 3, "frontmatter is not valid YAML", "body"),
+        (b"---\ntitle: x\nbody without a closing fence", 1, "frontmatter opened with '---' but never closed",
+         "---\ntitle: x\nbody without a closing fence"),
+        (b"---\n- a\n- b\n---\nbody", 2, "frontmatter must be a mapping of keys, got list", "body"),
+        (b"---\na: " + b"[" * 3000 + b"\n---\nbody", 1, "frontmatter is nested too deeply", "body"),
+    ],
+)
+def test_a_note_whose_frontmatter_does_not_parse_is_read_body_only_with_the_reason(
+        types_config, raw, line, what, body) -> None:
+    parsed = parse_note(raw, "dir/bad.md", types_config)
+    assert (parsed.frontmatter, parsed.body, parsed.note_id, parsed.title) == (
+        {}, body, path_note_id("dir/bad.md"), "bad")
+    error = parsed.frontmatter_error
+    assert (error.path, error.line) == ("dir/bad.md", line)
+    assert str(error).startswith(f"dir/bad.md:{line}: {what}")
+    assert "; the note was imported without its frontmatter (fix: " in str(error)
+
+
+@pytest.mark.parametrize(
     ("raw", "line", "what"),
     [
-        (b"---\ntitle: ok\nbad: [unclosed\n---\nbody", 3, "frontmatter is not valid YAML"),
-        (b"---\ntitle: x\nbody without a closing fence", 1, "frontmatter opened with '---' but never closed"),
-        (b"---\n- a\n- b\n---\nbody", 2, "frontmatter must be a mapping of keys, got list"),
         (b"line one\nline two \xff\xfe broken", 2, "not valid UTF-8 (byte 0xff at offset 18)"),
         (b"", 1, "file is empty"),
         (b"  \n\n ", 1, "file is empty"),
@@ -148,7 +166,7 @@ BAD_FILES: dict[str, str | bytes] = {
 
 def test_bad_files_each_get_one_report_line_and_the_rest_imports(tmp_path: Path, types_config) -> None:
     notes, issues = scan_vault(write_vault(tmp_path, BAD_FILES), types_config)
-    assert [n.path for n in notes] == ["first.md", "good.md"]
+    assert [n.path for n in notes] == ["first.md", "good.md", "yaml.md"]
     assert [str(i) for i in issues] == [
         "error: empty.md:1: file is empty (fix: write some content or delete the file)",
         "error: huge.md: file is 5.0 MB, over the 2.0 MB limit (fix: split the note or raise max_file_bytes "
@@ -156,8 +174,8 @@ def test_bad_files_each_get_one_report_line_and_the_rest_imports(tmp_path: Path,
         "error: latin1.md:1: not valid UTF-8 (byte 0xe9 at offset 5) (fix: re-save the file as UTF-8)",
         "error: second.md:1: duplicate id 'same' (already used by first.md); this file was skipped "
         "(fix: give one of them another 'id' in its frontmatter)",
-        "error: yaml.md:2: frontmatter is not valid YAML: expected ',' or ']', but got '<stream end>' "
-        "(fix: check quotes and indentation of that line)",
+        "warning: yaml.md:2: frontmatter is not valid YAML: expected ',' or ']', but got '<stream end>'; the "
+        "note was imported without its frontmatter (fix: check quotes and indentation of that line)",
     ]
 
 

@@ -19,8 +19,10 @@ from mindnet.settings import InterviewSchema, Strategy, TypesConfig
 
 logger = logging.getLogger(__name__)
 
-# a ```markdown / ```md / bare fence whose content starts with '---', or a reply that starts with '---'
-_NOTE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(markdown|md|yaml|yml)?[ \t]*\n\s*---[ \t]*$", re.M | re.I)
+# a ```markdown / ```md / bare fence whose content starts with '---', or a reply that starts with '---';
+# possessive runs (*+) keep it linear on a fence line with thousands of blanks (quadratic before)
+_NOTE_BLOCK = re.compile(r"^ {0,3}(`{3,}+|~{3,}+)[ \t]*+(markdown|md|yaml|yml)?[ \t]*+\n\s*+---[ \t]*$",
+                         re.M | re.I)
 
 
 def contains_note(reply: str) -> bool:

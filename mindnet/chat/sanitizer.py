@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from mindnet.settings import InterviewSchema
+from mindnet.vault.headings import parse_heading
 
 logger = logging.getLogger(__name__)
 
@@ -28,10 +29,12 @@ _DRAFT_INFOS = {"markdown", "md", "yaml", "yml", ""}   # code blocks that may ho
 _NESTING_INFOS = {"markdown", "md", ""}                # may contain inner ```lang blocks
 _MAX_TITLE = 80
 
-_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\s]*)[^`]*$")
-_KEY_LINE = re.compile(r"^[ \t]*-?[ \t]*(?P<key>[^\s:#\-\[\]{}][^:]*?)[ \t]*:(?:[ \t]+(?P<value>.*))?[ \t]*$")
+# Possessive quantifiers (*+, ++) keep these linear on hostile lines: adjacent runs that could share characters
+# (spaces, the info word, the rest) are never re-split when the line fails to match in the end.
+_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}+|~{3,}+)[ \t]*+(?P<info>[^`\s]*+)[^`]*+$")
+# the key runs to the first colon; its trailing blanks are stripped by the reader
+_KEY_LINE = re.compile(r"^[ \t]*+-?[ \t]*+(?P<key>[^\s:#\-\[\]{}][^:]*+):(?:[ \t]+(?P<value>.*))?[ \t]*$")
 _LIST_ITEM = re.compile(r"^[ \t]*-(?:[ \t]+(?P<item>.*))?$")
-_HEADING = re.compile(r"^(?P<hashes>#{1,6})[ \t]+(?P<text>.*?)[ \t]*#*[ \t]*$")
 _FM_FENCE = {"---", "..."}
 _ID_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _ISO_DAY = re.compile(r"^(\d{4}-\d{2}-\d{2})")
@@ -402,9 +405,9 @@ def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
                 fence = None
             continue
         if fence is None:
-            h = _HEADING.match(line)
+            h = parse_heading(line)
             if h:
-                found.append((i, len(h["hashes"]), h["text"]))
+                found.append((i, *h))
     return found
 
 

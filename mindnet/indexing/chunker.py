@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 from mindnet.settings import ChunkProfile, ChunkStrategy
+from mindnet.vault.headings import parse_heading
 
-HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'»„(\[]?[A-ZÄÖÜ0-9])")
 
@@ -69,10 +69,10 @@ def split_blocks(body: str) -> list[Block]:
         if not line.strip():
             i += 1
             continue
-        heading = HEADING.match(line)
+        heading = parse_heading(line)
         fence = FENCE.match(line)
         if heading:
-            level, title = len(heading.group(1)), heading.group(2)
+            level, title = heading
             path = [(lv, t) for lv, t in path if lv < level] + [(level, title)]
             blocks.append(Block("heading", line.strip(), [t for _, t in path], i, level))
             i += 1
@@ -86,7 +86,7 @@ def split_blocks(body: str) -> list[Block]:
         else:
             kind, start = _kind_of(line), i
             i += 1
-            while i < len(lines) and lines[i].strip() and not HEADING.match(lines[i]) and not FENCE.match(lines[i]):
+            while i < len(lines) and lines[i].strip() and parse_heading(lines[i]) is None and not FENCE.match(lines[i]):
                 nxt = _kind_of(lines[i])
                 # a list may continue with indented lines; tables and quotes only with their own kind
                 if nxt != kind and not (kind in ("list", "paragraph") and nxt == "paragraph"):

@@ -8,7 +8,8 @@ Usable on its own in any LlamaIndex pipeline::
 
 `metadata["path"]` is the note's path inside the vault: the type's path rules and the note id depend on it
 (`read_vault` fills it in). A document that cannot become a note is skipped with a logged warning that names
-the file and line, unless `raise_on_error` is set.
+the file and line, and one whose frontmatter does not parse is parsed without it (a logged warning, as in the
+import), unless `raise_on_error` is set.
 
 Each node's id is ``{note_id}#c{index:02d}``; its text is the chunk without overlap (for display) and
 ``metadata["window"]`` the overlap + text that is embedded.
@@ -118,6 +119,10 @@ class MarkdownNoteParser(NodeParser):
                     raise
                 log.warning("skipping %s", exc)   # one bad note never stops a pipeline
                 continue
+            if note.frontmatter_error is not None:   # as in the import: searchable by its body, with a warning
+                if self.raise_on_error:
+                    raise note.frontmatter_error
+                log.warning("%s", note.frontmatter_error)
             source = doc.as_related_node_info() if isinstance(doc, Document) else RelatedNodeInfo(node_id=note.note_id)
             out.extend(self.note_to_nodes(note, source=source))
         return out

@@ -12,10 +12,13 @@ Phase 1 needs no embedding model (only a one-text probe of its vector size when 
 Search works from here on: lexical and graph everywhere, dense where a chunk has its vector.
 Phase 2 (`mindnet.indexing.vectors`) embeds every chunk still without a dense vector, cache first.
 
-Per note the order is chunks -> edges -> note record, and the note record carries the fingerprint: a run
-that dies half-way through phase 1 leaves notes that simply look changed to the next run, which finishes the
-job. A run that dies in phase 2 leaves chunks without a vector, which the next run's phase 2 fills. A chunk
-the backend fails on keeps no vector and is named in the report; its text is searchable by keywords.
+Per note the order is: a pending note record listing every chunk and edge id old and new (write-ahead), then
+chunks -> edges -> the final note record carrying the fingerprint. An edge-only rewrite follows the same order.
+A run that dies half-way through phase 1 leaves pending notes that simply look changed to the next run, which
+finishes the job and deletes the listed chunks and edges its new record does not list. Points no record lists
+at all (left by older versions) are removed at the start of the next run. A run that dies in phase 2 leaves
+chunks without a vector, which the next run's phase 2 fills. A chunk the backend fails on keeps no vector and is
+named in the report; its text is searchable by keywords.
 """
 
 from __future__ import annotations
@@ -85,6 +88,12 @@ def chunk_vector_store(client: QdrantClient, prefix: str = "mindnet") -> QdrantV
     return QdrantVectorStore(client=client, collection_name=coll.names(prefix)["chunks"], enable_hybrid=True,
                              sparse_doc_fn=sparse_doc_fn, sparse_query_fn=sparse_query_fn,
                              dense_vector_name=coll.DENSE, sparse_vector_name=coll.SPARSE, batch_size=128)
+
+
+def _skipped_now(path: str, skipped: list[Issue]) -> bool:
+    """Whether this run could not read `path`: the file itself, or a folder above it (issue path ends in /)."""
+    return any(path == i.path or (i.path.endswith("/") and (path.startswith(i.path) or i.path == "./"))
+               for i in skipped)
 
 
 def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_key: str = "",
@@ -228,6 +237,37 @@ class Importer:
             else:
                 report.changed += 1
 
+    def _relink(self, relinked: list[PlannedNote], stored: dict[str, dict]) -> None:
+        """Rewrite only the edges of unchanged notes, under the same write-ahead record as changed notes: a
+        run that dies after the edge write leaves a pending note, which the next run rewrites whole."""
+        for i in range(0, len(relinked), BATCH_NOTES):
+            batch = relinked[i:i + BATCH_NOTES]
+            self._write_notes(batch, pending={p.note.note_id: stored.get(p.note.note_id) for p in batch})
+            self._write_edges([(p, stored[p.note.note_id]) for p in batch])
+            self._write_notes(batch)
+
+    def _remove_unlisted(self, stored: dict[str, dict]) -> int:
+        """Delete chunks and edges that no note record lists. Since every write is announced by a pending record
+        first, only an index written by an older version (which rewrote an unchanged note's edges before its
+        record) can hold such points, and nothing else would ever remove them. Counting is cheap, so the scan
+        of every point runs only when a collection holds more points than the records list."""
+        removed = 0
+        for kind, field in (("chunks", "chunk_ids"), ("edges", "edge_ids")):
+            keys = {key for record in stored.values() for key in record.get(field, [])}
+            collection = self.names[kind]
+            if self.client.count(collection, exact=True).count <= len(keys):
+                continue
+            listed = {coll.point_id(key) for key in keys}
+            stale = [str(p.id) for p in coll.scroll_points(self.client, collection, fields=["note_id"])
+                     if str(p.id) not in listed]
+            for i in range(0, len(stale), 512):
+                self.client.delete(collection, points_selector=qm.PointIdsList(points=stale[i:i + 512]))
+            removed += len(stale)
+        if removed:
+            log.warning("removed %d chunks and edges that no note listed (left by an interrupted older import)",
+                        removed)
+        return removed
+
     def _delete_notes(self, note_ids: list[str]) -> None:
         if not note_ids:
             return
@@ -299,11 +339,16 @@ class Importer:
         with self.lock:
             coll.tune_local_storage(self.client, self.prefix)
             current = {p.note.note_id for p in planned}
-            # a note that fails to parse now keeps its previous version until it is fixed
-            unreadable = {i.path for i in report.skipped}
-            gone = [nid for nid, old in stored.items() if nid not in current and old.get("path") not in unreadable]
+            # a note that cannot be read now (or sits in a folder that cannot be listed) keeps its previous
+            # version
+            gone = [nid for nid, old in stored.items()
+                    if nid not in current and not _skipped_now(old.get("path", ""), report.skipped)]
             self._delete_notes(gone)
         report.deleted = len(gone)
+        if stored:
+            kept = set(stored) - set(gone)
+            with self.lock:
+                self._remove_unlisted({nid: stored[nid] for nid in kept})
 
         changed_ids = {p.note.note_id for p in changed}
         relinked = [p for p in planned if p.note.note_id not in changed_ids
@@ -311,8 +356,7 @@ class Importer:
         report.unchanged = len(planned) - len(changed)
         if relinked:
             with self.lock:
-                self._write_edges([(p, stored[p.note.note_id]) for p in relinked])
-                self._write_notes(relinked)
+                self._relink(relinked, stored)
             report.edges_rewritten = len(relinked)
 
         self.progress.update(notes_to_write=len(changed))

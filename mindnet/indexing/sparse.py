@@ -95,8 +95,10 @@ _DROP: dict[Language | None, frozenset[str]] = {
 }
 
 _URL = re.compile(r"(?:https?|ftp)://\S+|www\.\S+", re.IGNORECASE)
-_HTML_TAG = re.compile(r"</?[a-zA-Z][^>\n]*>")
-_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")  # markdown [text](target): keep the text, drop the target
+# A tag or link target never spans another "<" or "(": an unclosed `<a<a<a...` or `](](](...` then costs one
+# scan per opener up to the next one (linear), not one scan to the end of the line per opener (quadratic).
+_HTML_TAG = re.compile(r"</?[a-zA-Z][^<>\n]*>")
+_LINK_TARGET = re.compile(r"\]\([^()\s]*\)")  # markdown [text](target): keep the text, drop the target
 # A word: letter/digit runs joined by single hyphens ("e-mail", "covid-19"); "_" is not part of a word here.
 _WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
 _PART = re.compile(r"[^\W_]+")

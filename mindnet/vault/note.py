@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import re
+import os
+import stat
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
@@ -14,12 +15,12 @@ from typing import Any
 
 from mindnet.errors import VaultError
 from mindnet.settings import TypesConfig
-from mindnet.vault.frontmatter import as_string_list, split_frontmatter
+from mindnet.vault.frontmatter import as_string_list, parse_yaml, split_fences
+from mindnet.vault.headings import first_h1
 from mindnet.vault.links import extract_tags
 
 # Stable namespace for note ids derived from paths: the same path gives the same id on every machine.
 NOTE_NAMESPACE = uuid.UUID("6f1c5c3e-7a55-4c8e-9d5e-3b1e2b7d0a11")
-H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Note:
     content_hash: str          # sha256 of the raw file bytes
     mtime: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    frontmatter_error: VaultError | None = None   # the frontmatter was ignored for this reason (line, fix)
 
     @property
     def stem(self) -> str:
@@ -90,18 +92,19 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
     # NFC: an "Ü" typed in a link must match an "Ü" stored decomposed (as macOS file names are)
     text = unicodedata.normalize("NFC", text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
     rel_path = unicodedata.normalize("NFC", rel_path)
-    meta, body, body_line = split_frontmatter(text, path=rel_path)
+    meta, body, body_line, fm_error = _read_frontmatter(text, rel_path)
     meta = _json_safe(meta)
     warnings: list[str] = []
 
     title = str(meta.get("title") or "").strip()
     if not title:
-        h1 = H1.search(body)
-        title = h1.group(1).strip() if h1 else PurePosixPath(rel_path).stem
+        title = first_h1(body) or PurePosixPath(rel_path).stem
     note_id = str(meta["id"]).strip() if meta.get("id") not in (None, "") else path_note_id(rel_path)
     if "#" in note_id or isinstance(meta.get("id"), list | dict):
-        raise VaultError(f"frontmatter id {meta.get('id')!r} is not a plain name", path=rel_path, line=2,
-                         hint="use letters, digits, '-' or '_' (no '#': chunk ids are '<id>#cNN')")
+        fm_error = VaultError(f"frontmatter id {meta.get('id')!r} is not a plain name; the note was imported "
+                              f"with an id made from its path", path=rel_path, line=2,
+                              hint="use letters, digits, '-' or '_' (no '#': chunk ids are '<id>#cNN')")
+        note_id = path_note_id(rel_path)
     note_type, warning = resolve_type(meta.get("type"), rel_path, types)
     if warning:
         warnings.append(warning)
@@ -112,13 +115,49 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
         note_id=note_id, path=rel_path, title=title, type=note_type,
         aliases=as_string_list(meta.get("aliases") or meta.get("alias")), tags=tags, frontmatter=meta,
         body=body, body_line=body_line, content_hash=hashlib.sha256(raw).hexdigest(), mtime=mtime,
-        warnings=warnings)
+        warnings=warnings, frontmatter_error=fm_error)
+
+
+def _read_frontmatter(text: str, rel_path: str) -> tuple[dict[str, Any], str, int, VaultError | None]:
+    """(frontmatter, body, body line, why the frontmatter was ignored). Frontmatter that does not parse must
+    not hide the note from search: the note is read without it, and the error becomes a warning."""
+    try:
+        raw, body, body_line = split_fences(text, path=rel_path)
+    except VaultError as exc:   # an opening '---' that never closes may be a rule: the whole text is the body
+        return {}, text, 1, _ignored(exc)
+    if raw is None:
+        return {}, body, body_line, None
+    try:
+        return parse_yaml(raw, path=rel_path), body, body_line, None
+    except VaultError as exc:
+        return {}, body, body_line, _ignored(exc)
+
+
+def _ignored(exc: VaultError) -> VaultError:
+    return VaultError(f"{exc.message}; the note was imported without its frontmatter", path=exc.path,
+                      line=exc.line, hint=exc.hint)
+
+
+def read_regular_file(path: Path, rel: str, limit: int) -> tuple[bytes, float]:
+    """The bytes and mtime of a regular file of at most `limit` bytes. Opened without blocking and checked on
+    the open handle, so a FIFO or device swapped in after the scan is refused instead of hanging the read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise VaultError("not a regular file (a FIFO, socket or device); not read", path=rel,
+                             hint="keep only Markdown files in the vault")
+        if info.st_size > limit:
+            raise VaultError(f"file is {info.st_size / 1e6:.1f} MB, over the {limit / 1e6:.1f} MB limit",
+                             path=rel, hint="split the note or raise max_file_bytes in types.yaml")
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:     # grew after the size check
+        raise VaultError(f"file is over the {limit / 1e6:.1f} MB limit", path=rel,
+                         hint="split the note or raise max_file_bytes in types.yaml")
+    return raw, info.st_mtime
 
 
 def read_note(root: Path, path: Path, types: TypesConfig) -> Note:
     rel = path.relative_to(root).as_posix()
-    size = path.stat().st_size
-    if size > types.max_file_bytes:
-        raise VaultError(f"file is {size / 1e6:.1f} MB, over the {types.max_file_bytes / 1e6:.1f} MB limit",
-                         path=rel, hint="split the note or raise max_file_bytes in types.yaml")
-    return parse_note(path.read_bytes(), rel, types, mtime=path.stat().st_mtime)
+    raw, mtime = read_regular_file(path, rel, types.max_file_bytes)
+    return parse_note(raw, rel, types, mtime=mtime)

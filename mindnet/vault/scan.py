@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatch
@@ -30,22 +32,81 @@ class Issue:
         return f"{self.level}: {where}: {self.message}"
 
 
-def iter_markdown_files(root: Path, exclude: list[str]) -> Iterator[Path]:
-    """All *.md below root, sorted, skipping hidden folders/files and excluded globs."""
+def _is_excluded(rel: str, exclude: list[str]) -> bool:
+    return any(fnmatch(rel, pattern) for pattern in exclude)
+
+
+def _link_problem(path: Path, real_root: Path) -> str | None:
+    """Why a symlink below the vault is not followed, or None when it points at a file inside the vault."""
+    try:
+        target = Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink loop (the link points back at itself through other links); not read"
+        return f"broken symlink ({exc.strerror or exc}); not read"
+    if not target.is_relative_to(real_root):
+        return "links to a place outside the vault; not read (fix: move the target into the vault)"
+    return None
+
+
+def _kind_of(mode: int) -> str:
+    kinds = [(stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder")]
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def iter_markdown_files(root: Path, exclude: list[str], issues: list[Issue] | None = None) -> Iterator[Path]:
+    """All *.md below root, sorted (a folder's files before its subfolders), skipping hidden folders/files and
+    excluded globs. Only regular files inside the vault are yielded; every other thing named *.md (a FIFO, a
+    symlink loop, a link out of the vault) and every folder that cannot be listed becomes one issue in
+    `issues`. Symlinked folders are not followed (a link out of the vault is reported)."""
+    issues = issues if issues is not None else []
     real_root = root.resolve()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        for name in sorted(filenames):
-            if name.startswith(".") or not name.lower().endswith(".md"):
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        rel_dir = folder.relative_to(root).as_posix()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            issues.append(Issue("error", f"{rel_dir}/", f"cannot read folder ({exc.strerror or exc}); the notes "
+                                "in it were not read and their indexed versions are kept (fix: check its "
+                                "permissions)"))
+            continue
+        subfolders: list[Path] = []
+        for entry in entries:
+            if entry.name.startswith("."):
                 continue
-            if not (Path(dirpath) / name).resolve().is_relative_to(real_root):
-                log.warning("skipping %s: it links to a file outside the vault", Path(dirpath) / name)
-                continue  # a symlink to /etc/passwd must not end up in the index
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            if any(fnmatch(rel, pattern) for pattern in exclude):
+            rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
+            path = Path(entry.path)
+            is_note = entry.name.lower().endswith(".md")
+            if (is_note and _is_excluded(rel, exclude)) or (not is_note and _is_excluded(rel + "/", exclude)):
                 continue
-            yield Path(dirpath) / name
+            try:
+                if entry.is_symlink():
+                    problem = _link_problem(path, real_root)
+                    if problem is not None:
+                        if is_note or entry.is_dir():
+                            issues.append(Issue("error" if is_note else "warning", rel, problem))
+                        continue
+                    if not is_note:
+                        continue       # a folder linked from inside the vault: its notes are read where they are
+                if entry.is_dir(follow_symlinks=False):
+                    subfolders.append(path)
+                    continue
+                if not is_note:
+                    continue
+                mode = entry.stat().st_mode
+            except OSError as exc:
+                issues.append(Issue("error", rel, f"cannot be inspected ({exc.strerror or exc}); not read"))
+                continue
+            if not stat.S_ISREG(mode):
+                # reading a FIFO would wait forever, and a device never ends
+                issues.append(Issue("error", rel, f"is {_kind_of(mode)}, not a regular file; not read"))
+                continue
+            yield path
+        stack.extend(reversed(subfolders))
 
 
 def _issue_from(exc: VaultError, level: str = "error") -> Issue:
@@ -66,7 +127,7 @@ def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None 
     notes: list[Note] = []
     issues: list[Issue] = []
     by_id: dict[str, Note] = {}
-    for path in iter_markdown_files(root, types.exclude):
+    for path in iter_markdown_files(root, types.exclude, issues):
         try:
             note = read_note(root, path, types)
         except VaultError as exc:
@@ -74,6 +135,10 @@ def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None 
             continue
         except OSError as exc:
             issues.append(Issue("error", path.relative_to(root).as_posix(), f"cannot read file: {exc}"))
+            continue
+        except RecursionError:   # structure nested thousands deep: a report line, not a stack-long traceback
+            issues.append(Issue("error", path.relative_to(root).as_posix(),
+                                "is nested too deeply to be read (fix: flatten its nested lists or quotes)"))
             continue
         except Exception as exc:  # noqa: BLE001 - one unreadable note must never abort the import of the rest
             log.exception("unexpected error reading %s", path)
@@ -92,6 +157,8 @@ def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None 
                 f"(fix: give one of them another 'id' in its frontmatter)", 1))
             continue
         by_id[note.note_id] = note
+        if note.frontmatter_error is not None:
+            issues.append(_issue_from(note.frontmatter_error, "warning"))
         issues.extend(Issue("warning", note.path, w) for w in note.warnings)
         notes.append(note)
     return notes, issues
