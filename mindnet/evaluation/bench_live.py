@@ -7,8 +7,9 @@ time from a save to a search finding the note, and kill -9 during a two-phase im
 
 `serve` starts `mindnet serve --no-ui` on a fresh Qdrant folder and a fresh embedding cache, asks a hybrid
 query every half second until it has hits (printing the seconds since start and the trace's count of chunks not
-embedded yet), then writes a new note into the vault and asks until a query finds it (seconds since the save),
-then stops the server. The vault is copied first; the original is never written.
+embedded yet), then writes a new note into the vault and asks until a query finds it (seconds since the save;
+phase 1 of the first import is still running then), then once phase 2 runs saves another note and times it
+the same way, then stops the server. The vault is copied first; the original is never written.
 
 `kill` runs `mindnet ingest` in a subprocess on a fresh index, once undisturbed (timing its two phases by the
 requests it sends the fake Ollama: the size probe starts phase 1's writes, the first batch of vectors starts
@@ -108,7 +109,22 @@ def serve_figures(vault: Path, embedding: str, timeout: float, latency: float) -
                 return r.status_code == 200 and any(h["note_id"] == "neu-gespeichert" for h in r.json()["hits"])
 
             out["save_to_found_s"] = _until(found, saved, timeout)
-            out["health_after_save"] = httpx.get(f"{url}/health", timeout=30).json()
+            out["health_after_save"] = httpx.get(f"{url}/health", timeout=30).json()["import"]
+            # once phase 1 is done and the embedding runs: a second save
+            _until(lambda: httpx.get(f"{url}/health", timeout=30).json()["import"]["phase"] == "embedding",
+                   time.monotonic(), timeout)
+            second = copy / "concepts" / "zweite-notiz.md"
+            saved = time.monotonic()
+            second.write_text("---\ntitle: Zweite Notiz\nid: zweite-notiz\n---\nHolunderblütensirup, "
+                              "gespeichert während der Einbettung.\n", encoding="utf-8")
+
+            def found_second() -> bool:
+                r = httpx.post(f"{url}/query", json={"query": "Holunderblütensirup", "mode": "hybrid", "top_k": 3},
+                               timeout=60)
+                return r.status_code == 200 and any(h["note_id"] == "zweite-notiz" for h in r.json()["hits"])
+
+            out["save_during_embedding_to_found_s"] = _until(found_second, saved, timeout)
+            out["health_after_second_save"] = httpx.get(f"{url}/health", timeout=30).json()["import"]
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -153,8 +169,10 @@ def _index_matches_vault(env: dict[str, str], cwd: Path, vault: Path) -> dict:
                "c=sorted(p.payload['chunk_id'] for p in s(m.client,'live_chunks',fields=['chunk_id'])) "
                "if e('live_chunks') else []\n"
                "print(json.dumps({'notes':n,'chunks':c}))")
-    stored = json.loads(subprocess.run([sys.executable, "-c", snippet], env=env, cwd=cwd, capture_output=True,
-                                       text=True, check=True).stdout)
+    done = subprocess.run([sys.executable, "-c", snippet], env=env, cwd=cwd, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"reading the index failed: {done.stderr[-3000:]}")
+    stored = json.loads(done.stdout)
     return {"check_exit": check.returncode, "check_ok": report["ok"], "unembedded": report["unembedded"],
             "notes_match": stored["notes"] == sorted(n["path"] for n in dry["notes"]),
             "chunks_match": stored["chunks"] == sorted(c["chunk_id"] for c in dry["chunks"]),
