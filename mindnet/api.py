@@ -17,7 +17,7 @@ from urllib.parse import quote
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from mindnet.chat.engine import ChatEvent, ChatRequest, ChatResponse
 from mindnet.errors import (
@@ -27,20 +27,23 @@ from mindnet.errors import (
     DraftError,
     EmptyIndexError,
     ImportRunningError,
+    InputTooLargeError,
     LLMUnavailableError,
     MindnetError,
+    NoteNotFoundError,
     QueryError,
     StoreLockedError,
 )
 from mindnet.retrieval.query import QueryRequest
+from mindnet.security import SecurityMiddleware, SecurityPolicy
 from mindnet.service import Mindnet
-from mindnet.store.collections import names
+from mindnet.settings import Settings
 
 log = logging.getLogger(__name__)
 
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
-    EmptyIndexError: 409, ImportRunningError: 409,
+    EmptyIndexError: 409, ImportRunningError: 409, InputTooLargeError: 413, NoteNotFoundError: 404,
 }
 
 
@@ -52,8 +55,8 @@ def _status(exc: MindnetError) -> int:
 
 
 class IngestRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    full: bool = False
+    model_config = ConfigDict(extra="forbid", strict=True)
+    full: StrictBool = False   # "yes" or 1 must not start a full rebuild
 
 
 def vault_note(vault_root: Path, path: str) -> str | None:
@@ -73,14 +76,33 @@ def obsidian_uri(vault_root: Path, path: str) -> str:
     return f"obsidian://open?vault={quote(Path(vault_root).name, safe='')}&file={quote(path, safe='')}"
 
 
-def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
-    """The HTTP API; with `ui`, the Chainlit chat is mounted at /ui (once per process) and / redirects there."""
+def public_text(text: str, settings: Settings) -> str:
+    """`text` with absolute paths made vault-relative (and other server folders named, not shown)."""
+    vault = Path(settings.vault_root)
+    for root in dict.fromkeys([str(vault.resolve()), str(vault.absolute())]):
+        text = text.replace(root + "/", "").replace(root, "<vault>")
+    for label, folder in (("config", settings.config_dir or Path("config")), ("prompts", settings.prompts_dir),
+                          ("cache", settings.cache_dir), ("logs", settings.log_dir),
+                          ("qdrant", settings.qdrant_path)):
+        for root in dict.fromkeys([str(Path(folder).resolve()), str(Path(folder).absolute())]):
+            text = text.replace(root, f"<{label}>")
+    return text
+
+
+def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: str | None = None) -> FastAPI:
+    """The HTTP API; with `ui`, the Chainlit chat is mounted at /ui (once per process) and / redirects there.
+
+    Every route, the mounted chat included, sits behind `SecurityMiddleware` (Host, Origin, token, JSON bodies);
+    `bind_host` is the address `mindnet serve` listens on (a name given there is an allowed Host)."""
     app = FastAPI(title="mindnet", description="Graph-aware retrieval and chat over a Markdown vault")
     app.state.mindnet = mindnet or Mindnet.from_env()
+    settings = app.state.mindnet.settings
+    app.add_middleware(SecurityMiddleware, policy=SecurityPolicy.from_settings(
+        settings, bind_host=bind_host, ui_path="/ui" if ui else None))
 
     @app.exception_handler(MindnetError)
     async def _mindnet_error(_: Request, exc: MindnetError) -> JSONResponse:
-        body: dict[str, Any] = {"error": type(exc).__name__, "detail": str(exc)}
+        body: dict[str, Any] = {"error": type(exc).__name__, "detail": public_text(str(exc), settings)}
         if isinstance(exc, QueryError) and exc.field:
             body["field"] = exc.field
         return JSONResponse(status_code=_status(exc), content=body)
@@ -88,25 +110,30 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         def field(e: dict) -> str:   # a JSON syntax error's location is a byte offset, not a field
-            return "body" if e["type"] == "json_invalid" else ".".join(str(p) for p in e["loc"] if p != "body")
+            if e["type"] == "json_invalid":
+                return "body"
+            return ".".join(str(p) for p in e["loc"] if p != "body") or "body"
 
         errors = [{"field": field(e), "message": e["msg"]} for e in exc.errors()]
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return JSONResponse(status_code=422, content={"error": "invalid request", "detail": detail,
                                                       "errors": errors})
 
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:   # a bug: logged, never a traceback
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return JSONResponse(status_code=500, content={"error": "internal error",
+                                                      "detail": f"{type(exc).__name__}; see the server log"})
+
     @app.get("/health")
     async def health() -> dict[str, Any]:
+        """Answers at once, also during an import: then with the counts of the last complete one."""
         m: Mindnet = app.state.mindnet
-
-        def count() -> dict[str, int]:   # the local client is shared with a running import: take turns
-            with m.index_lock:
-                return {kind: (m.client.count(name).count if m.client.collection_exists(name) else 0)
-                        for kind, name in names(m.settings.collection_prefix).items()}
-
-        counts = await asyncio.to_thread(count)
-        body = {"status": "ok", "collections": counts, "embedding": m.settings.embedding,
-                "vault": str(m.settings.vault_root)}
+        importing = m.importing
+        counts = m.last_counts if importing else await asyncio.to_thread(m.counts, wait=False)
+        body = {"status": "ok", "importing": importing,
+                "counts_from": "last complete import" if importing else "index", "collections": counts,
+                "embedding": m.settings.embedding, "vault": Path(m.settings.vault_root).name}
         # the running (or last) import: phase, notes, texts embedded / total, texts/s, ETA (mindnet.indexing.progress)
         body["import"] = m.progress.as_dict()
         if m.live is not None:   # the live index: watcher state and the last re-import (mindnet.live)
@@ -134,6 +161,7 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
         return RedirectResponse(obsidian_uri(app.state.mindnet.settings.vault_root, target), status_code=307)
 
     _add_chat_routes(app)
+    _add_analyze_routes(app)
     if ui:
         from mindnet.ui.mount import mount_ui
         mount_ui(app, app.state.mindnet, path="/ui")
@@ -144,7 +172,7 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False) -> FastAPI:
 
 
 class FeedbackRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     query_id: str = Field(max_length=100)
     node_id: str = Field("generated_answer", max_length=300)
     score: StrictInt                                   # true/1.0 are not scores
@@ -152,10 +180,10 @@ class FeedbackRequest(BaseModel):
 
 
 class DraftRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     markdown: str
-    note_type: str
-    overwrite: bool = False
+    note_type: str = Field(max_length=200)
+    overwrite: StrictBool = False
 
 
 def _add_chat_routes(app: FastAPI) -> None:
@@ -169,12 +197,8 @@ def _add_chat_routes(app: FastAPI) -> None:
         await engine.aroute(request)  # an invalid strategy override is a 422 before streaming starts
 
         async def lines() -> AsyncIterator[str]:
-            try:
-                async for event in engine.astream(request):
-                    yield event.model_dump_json() + "\n"
-            except MindnetError as exc:
-                log.warning("chat stream failed: %s", exc)
-                yield ChatEvent(kind="error", data={"message": str(exc)}).model_dump_json() + "\n"
+            async for event in ended_stream(engine.astream(request), app.state.mindnet.settings):
+                yield event.model_dump_json() + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
@@ -191,6 +215,52 @@ def _add_chat_routes(app: FastAPI) -> None:
                                                       overwrite=request.overwrite)
         except DraftError as exc:
             status = 409 if isinstance(exc, DraftConflictError) else 422
-            return JSONResponse(status_code=status, content={"error": "DraftError", "detail": str(exc),
-                                                             "path": exc.path})
+            s = app.state.mindnet.settings
+            return JSONResponse(status_code=status, content={
+                "error": "DraftError", "detail": public_text(str(exc), s),
+                "path": public_text(exc.path, s) if exc.path else exc.path})
 
+
+async def ended_stream(events: AsyncIterator[ChatEvent], settings: Settings) -> AsyncIterator[ChatEvent]:
+    """The engine's events, ending with exactly one `done` or `error`, whatever goes wrong on the way."""
+    try:
+        async for event in events:
+            yield event
+            if event.kind == "done":
+                return
+    except MindnetError as exc:
+        log.warning("chat stream failed: %s", exc)
+        yield ChatEvent(kind="error", data={"message": public_text(str(exc), settings),
+                                            "error": type(exc).__name__})
+        return
+    except Exception as exc:  # noqa: BLE001 - a bug: the client still gets its last event, the log the traceback
+        log.error("chat stream failed", exc_info=exc)
+        yield ChatEvent(kind="error", data={"message": f"internal error ({type(exc).__name__}); see the server log",
+                                            "error": "internal error"})
+        return
+    yield ChatEvent(kind="error", data={"message": "the answer ended without a result", "error": "internal error"})
+
+
+
+# --------------------------------------------------------------------------- save & analyze
+
+
+class AnalyzeRequest(BaseModel):
+    """Either `text` (a Markdown draft) or `note` (a note id or vault-relative path). Nothing is written."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str | None = Field(None, description="the draft's Markdown (size limit: analysis.yaml max_text_bytes)")
+    note: str | None = Field(None, max_length=1000, description="an indexed note's id or vault-relative path")
+    path: str | None = Field(None, max_length=1000, description="where the draft would be saved (type path rules)")
+    note_type: str | None = Field(None, max_length=100, description="the draft's type, if known")
+    limit: StrictInt | None = Field(None, description="link suggestions returned (default: analysis.yaml limit)")
+    llm: StrictBool | None = Field(None, description="false: rule-based relation kinds only, even with an LLM")
+
+
+def _add_analyze_routes(app: FastAPI) -> None:
+    async def analyze(request: AnalyzeRequest) -> dict[str, Any]:
+        result = await app.state.mindnet.aanalyze(**request.model_dump())
+        return result.model_dump(mode="json")
+
+    for path in ("/ingest/analyze", "/analyze"):
+        app.add_api_route(path, analyze, methods=["POST"], summary="Save & Analyze: suggestions for a draft or note")

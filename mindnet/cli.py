@@ -1,4 +1,4 @@
-"""mindnet's command line: init | ingest | dry-run | check | query | eval | serve | feedback-report.
+"""mindnet's command line: init | ingest | dry-run | check | query | suggest | eval | serve | feedback-report.
 
 Translates arguments into calls on core objects and renders their results; no logic of its own.
 """
@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mindnet.errors import MindnetError
+from mindnet.errors import MindnetError, NoteNotFoundError
 from mindnet.settings import Settings
 
 console = Console()
@@ -227,7 +227,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
     _ = mindnet.client   # open the index now: a locked Qdrant folder is reported before the server starts
-    app = create_app(mindnet, ui=not args.no_ui)
+    from mindnet.security import exposure_warning
+    warning = exposure_warning(args.host, mindnet.settings.api_token)
+    if warning:
+        err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
+    app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
     mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
     following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"
@@ -300,6 +304,103 @@ def cmd_feedback_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- suggest (save & analyze)
+
+
+def _suggest_target(target: str, settings: Settings) -> dict:
+    """`-` is a draft on stdin; a file inside the vault is that note; another file is a draft; else an id."""
+    if target == "-":
+        return {"text": sys.stdin.read()}
+    path = Path(target)
+    if path.is_file():
+        root = Path(settings.vault_root).resolve()
+        if path.resolve().is_relative_to(root):
+            return {"note": path.resolve().relative_to(root).as_posix(), "file": path}
+        return {"text": path.read_text(encoding="utf-8", errors="replace")}
+    return {"note": target}
+
+
+def render_suggestions(data: dict) -> None:
+    src = data["source"]
+    where = src["path"] or "(draft)"
+    console.print(f"[bold]{escape(src['title'])}[/bold] {escape(where)}: {src['chunks']} chunks, "
+                  f"{src['embedded']} embedded now, {len(src['linked'])} notes linked already", highlight=False)
+    t = Table(title="Link suggestions")
+    for col in ("#", "conf", "kind", "note", "via", "why"):
+        t.add_column(col, overflow="fold")
+    for i, s in enumerate(data["links"], 1):
+        t.add_row(str(i), f"{s['confidence']:.2f}", s["relation"]["kind"], escape(s["title"]), "+".join(s["sources"]),
+                  escape(f"{s['reason']}; kind: {s['relation']['reason']}"))
+    console.print(t)
+    for m in data["mentions"]:
+        console.print(escape(f"line {m['span']['line']}: '{m['span']['surface']}' names [[{m['title']}]] "
+                             f"({m['confidence']:.2f})"), highlight=False)
+    if data["type"]:
+        ty = data["type"]
+        console.print(f"type: {ty['value']} ({ty['confidence']:.2f}; {escape(ty['reason'])})", highlight=False)
+    if data["tags"]:
+        console.print("tags: " + ", ".join(f"#{x['tag']} ({x['confidence']:.2f})" for x in data["tags"]),
+                      highlight=False)
+    if data["duplicate"]:
+        d = data["duplicate"]
+        console.print(f"[yellow]possible duplicate[/yellow]: {escape(d['title'])} ({escape(d['path'])}): "
+                      f"{escape(d['reason'])}", highlight=False)
+    for warning in data["warnings"]:
+        console.print(f"[yellow]warning[/yellow]: {escape(warning)}", highlight=False)
+    console.print(f"[dim]relation kinds by rules; LLM: {escape(str(data['llm']))}[/dim]", highlight=False)
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes", "j", "ja")
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    from mindnet.analysis.apply import plan_edges, select_links, write_plan
+    from mindnet.service import Mindnet
+    settings = _settings(args)
+    target = _suggest_target(args.target, settings)
+    file = target.pop("file", None)
+    if args.apply and "note" not in target:
+        err_console.print("--apply writes into a note of the vault; give its path or id (a draft is never written)")
+        return 2
+    mindnet = Mindnet(settings)
+    try:
+        try:
+            result = mindnet.analyze(**target, limit=args.limit, llm=False if args.no_llm else None)
+        except NoteNotFoundError:
+            if file is None:
+                raise
+            # a note of the vault not imported yet: analysed as a draft at its place (its type's path rules)
+            result = mindnet.analyze(text=file.read_text(encoding="utf-8", errors="replace"),
+                                     path=target["note"], limit=args.limit, llm=False if args.no_llm else None)
+        data = result.model_dump(mode="json")
+        if args.json and not args.apply:
+            sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+            return 0
+        render_suggestions(data)
+        if not args.apply:
+            return 0
+        links = select_links(result.links, args.pick, args.min_confidence)
+        if not links:
+            err_console.print("nothing to apply: no suggestion selected")
+            return 1
+        plan = plan_edges(settings.vault_root, result.source.path or "", links)
+        sys.stdout.write(plan.diff)      # as is: a wrapped diff line would be a lie
+        sys.stdout.flush()
+        if not args.yes and not _confirm(f"write {len(links)} edges to {plan.rel_path}?"):
+            err_console.print("not written (answer y, or pass --yes when stdin is not a terminal)")
+            return 1
+        backup = write_plan(plan, settings.vault_root)
+        report = mindnet.ingest()
+    finally:
+        mindnet.close()
+    console.print(f"wrote {len(links)} edges to {escape(plan.rel_path)}; backup: {escape(str(backup))}; "
+                  f"re-imported ({report.changed} changed, {report.new} new)", highlight=False)
+    return 0
+
+
 # ---------------------------------------------------------------------------- init
 
 
@@ -327,6 +428,7 @@ def package_version() -> str:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": cmd_init,
+    "suggest": cmd_suggest,
     "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "eval": cmd_eval,
     "serve": cmd_serve, "watch": cmd_watch, "feedback-report": cmd_feedback_report,
 }
@@ -389,6 +491,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("watch", help="follow the vault: re-import each batch of saved, moved or deleted notes")
     p.add_argument("vault", nargs="?", help="vault folder (default: MINDNET_VAULT_ROOT or the sample vault)")
+
+    p = sub.add_parser("suggest", help="suggest links (typed), type, tags and duplicates for a note or a draft")
+    p.add_argument("target", help="a note of the vault (path or id), a Markdown file (a draft), or - for stdin")
+    p.add_argument("--limit", type=int, help="link suggestions shown (default: analysis.yaml limit)")
+    p.add_argument("--no-llm", action="store_true", help="relation kinds by the rules only")
+    p.add_argument("--apply", action="store_true", help="write the suggested edges as one callout block at the end "
+                   "of the note: shows the diff, asks, keeps a backup, re-imports the note")
+    p.add_argument("--pick", help="with --apply: numbers of the suggestions to write, e.g. 1,3 (default: all)")
+    p.add_argument("--min-confidence", type=float, default=0.0, help="with --apply: skip suggestions below this")
+    p.add_argument("--yes", action="store_true", help="with --apply: write without asking")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("feedback-report", help="summarise the ratings per strategy and per note (data flywheel)")
     p.add_argument("--json", action="store_true")

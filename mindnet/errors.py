@@ -12,6 +12,8 @@
     │   ├── EmptyIndexError  nothing imported yet
     │   └── ImportRunningError  an import is already running in this process
     ├── QueryError           a retrieval request is invalid (names the field)
+    │   └── InputTooLargeError  a text to analyse is over the configured size limit
+    ├── NoteNotFoundError    no note in the index has the given id or path
     └── LLMUnavailableError  Ollama is unreachable or the model is missing
 
 Messages say what was wrong, with the value, where, and how to fix it.
@@ -80,6 +82,14 @@ class QueryError(MindnetError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         self.field = field
         super().__init__(f"{field}: {message}" if field else message)
+
+
+class InputTooLargeError(QueryError):
+    pass
+
+
+class NoteNotFoundError(MindnetError):
+    pass
 
 
 class LLMUnavailableError(MindnetError):

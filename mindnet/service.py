@@ -38,11 +38,15 @@ from mindnet.store.client import open_client
 from mindnet.store.collections import point_id
 
 if TYPE_CHECKING:
+    from mindnet.analysis.analyzer import Analyzer
+    from mindnet.analysis.models import AnalysisResult
     from mindnet.chat.engine import ChatEngine
     from mindnet.chat.sanitizer import NoteDraft
     from mindnet.live import LiveIndex
 
 log = logging.getLogger(__name__)
+
+DRAFT_BUDGET_S = 10.0   # seconds a server may spend reading one draft (a sane one takes milliseconds)
 
 
 class Mindnet:
@@ -66,6 +70,7 @@ class Mindnet:
         self._wanted = threading.Event()       # another import waits for `import_lock`
         self._importing = False
         self.live: LiveIndex | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
+        self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
 
     @classmethod
     def from_env(cls, **overrides: object) -> Mindnet:
@@ -170,6 +175,7 @@ class Mindnet:
             raise ImportRunningError("an import is already running in this process; wait for it to finish")
         self._importing = True
         try:
+            self.last_counts = await asyncio.to_thread(self.counts)   # what /health shows meanwhile
             return await asyncio.to_thread(self.ingest, vault, full=full, progress=progress)
         finally:
             self._importing = False
@@ -183,9 +189,45 @@ class Mindnet:
             self.settings.__dict__["types"] = types
             self.__dict__.pop("importer", None)
 
+    @property
+    def importing(self) -> bool:
+        """An import runs: an HTTP /ingest, or the live index's phase 1 or phase 2."""
+        return self._importing or self.progress.writing or self.progress.embedding
+
+    def counts(self, *, wait: bool = True) -> dict[str, int]:
+        """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
+        step holds it) answers with the last counts instead of waiting for it."""
+        if not self.index_lock.acquire(blocking=wait or not self.last_counts):
+            return dict(self.last_counts)
+        try:
+            self.last_counts = {kind: (self.client.count(name).count if self.client.collection_exists(name) else 0)
+                                for kind, name in self.settings.collections.items()}
+        finally:
+            self.index_lock.release()
+        return dict(self.last_counts)
+
     def _after_import(self) -> None:
         if "retriever" in self.__dict__:
             self.retriever.invalidate()
+        if "analyzer" in self.__dict__:
+            self.analyzer.invalidate()
+
+    # ------------------------------------------------------------------ save & analyze
+
+    @cached_property
+    def analyzer(self) -> Analyzer:
+        """Suggestions for a draft or a note (links, relation kinds, type, tags, duplicate); reads only."""
+        from mindnet.analysis.analyzer import Analyzer
+        from mindnet.chat.llm import LLMGate
+        return Analyzer(settings=self.settings, client=self.client, retriever=self.retriever,
+                        embedder=self.embedder, lock=self.index_lock, gate=LLMGate(settings=self.settings))
+
+    def analyze(self, **request: object) -> AnalysisResult:
+        """`text=` (a Markdown draft) or `note=` (id or vault path); see `Analyzer.analyze`."""
+        return self.analyzer.analyze(**request)  # type: ignore[arg-type]
+
+    async def aanalyze(self, **request: object) -> AnalysisResult:
+        return await asyncio.to_thread(self.analyze, **request)
 
     def _after_vectors(self) -> None:
         if "retriever" in self.__dict__:
@@ -205,22 +247,39 @@ class Mindnet:
 
     def _draft_target(self, markdown: str, note_type: str, *, new_name: bool = False
                       ) -> tuple[NoteDraft, str | None]:
-        from mindnet.chat.sanitizer import normalize_meta_and_body
+        draft = self._sanitize_draft(markdown, note_type)
+        folder = self._draft_folder(note_type)
+        draft = self._named(draft, folder, new_name)
+        self._check_id_free(draft, folder)
+        return draft, folder
+
+    def _draft_folder(self, note_type: str) -> str | None:
+        spec = self.settings.types.types.get(note_type)
+        return spec.folder if spec else None
+
+    def _named(self, draft: NoteDraft, folder: str | None, new_name: bool) -> NoteDraft:
+        """With `new_name`, the draft under the first free "Title (n)"."""
+        if not new_name:
+            return draft
+        from mindnet.chat.drafts import renamed
+        return renamed(draft, vault_root=self.settings.vault_root, folder=folder)
+
+    def _sanitize_draft(self, markdown: str, note_type: str) -> NoteDraft:
+        """The draft as a clean note; refuses unknown types, empty text and YAML anchors/aliases."""
+        from mindnet.chat.sanitizer import normalize_meta_and_body, refuse_yaml_references
         from mindnet.errors import DraftError
         schemas = self.settings.decision_engine.schemas
         if note_type not in schemas:
             raise DraftError(f"note type {note_type!r} has no interview schema",
-                             path=str(self.settings.decision_path), hint=f"use one of {', '.join(schemas)}")
+                             path=self.settings.decision_path.name, hint=f"use one of {', '.join(schemas)}")
         if not markdown.strip():
             raise DraftError("the draft is empty", hint="write the note's text before saving it")
-        draft = normalize_meta_and_body(markdown, note_type=note_type, schema=schemas[note_type])
-        spec = self.settings.types.types.get(note_type)
-        folder = spec.folder if spec else None
-        if new_name:
-            from mindnet.chat.drafts import renamed
-            draft = renamed(draft, vault_root=self.settings.vault_root, folder=folder)
-        self._check_id_free(draft, folder)
-        return draft, folder
+        size, limit = len(markdown.encode("utf-8", "surrogatepass")), self.settings.types.max_file_bytes
+        if size > limit:   # checked before reading it: the note would be too large to import anyway
+            raise DraftError(f"the draft is {size} bytes, over the import's limit of {limit}",
+                             hint="shorten the note (or raise max_file_bytes in types.yaml)")
+        refuse_yaml_references(markdown)
+        return normalize_meta_and_body(markdown, note_type=note_type, schema=schemas[note_type])
 
     def _check_id_free(self, draft: NoteDraft, folder: str | None) -> None:
         """A draft must not take the id of another note: the import would keep only one of the two."""
@@ -264,11 +323,22 @@ class Mindnet:
 
     async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False,
                           new_name: bool = False) -> dict:
-        """`save_draft` for the server; `new_name` saves under the first free "Title (n)" instead."""
+        """`save_draft` for a server: all of its work in threads, so the event loop keeps answering, and the
+        sanitizing within DRAFT_BUDGET_S (past it, nothing is saved); `new_name` saves under the first free
+        "Title (n)" instead."""
         from mindnet.chat.drafts import save_draft
-        draft, folder = self._draft_target(markdown, note_type, new_name=new_name)
-        path = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite,
-                          max_bytes=self.settings.types.max_file_bytes)
+        from mindnet.errors import DraftError
+        try:
+            draft = await asyncio.wait_for(asyncio.to_thread(self._sanitize_draft, markdown, note_type),
+                                           DRAFT_BUDGET_S)
+        except TimeoutError as exc:
+            raise DraftError(f"reading the draft took over {DRAFT_BUDGET_S:.0f} s; it was not saved",
+                             hint="shorten the draft or simplify its frontmatter") from exc
+        folder = self._draft_folder(note_type)
+        draft = await asyncio.to_thread(self._named, draft, folder, new_name)
+        await asyncio.to_thread(self._check_id_free, draft, folder)
+        path = await asyncio.to_thread(save_draft, draft, vault_root=self.settings.vault_root, folder=folder,
+                                       overwrite=overwrite, max_bytes=self.settings.types.max_file_bytes)
         return self._import_saved(draft, path, await self.aingest())
 
     def indexed_notes(self) -> list[dict]:

@@ -184,6 +184,66 @@ class DecisionEngineConfig(Strict):
         return self
 
 
+# --------------------------------------------------------------------------- analysis.yaml
+
+
+class AnalysisMentions(Strict):
+    confidence: float = Field(0.6, ge=0, le=1, description="one unambiguous unlinked mention")
+    repeat_bonus: float = Field(0.05, ge=0, le=0.2, description="per further occurrence, up to +0.2")
+
+
+class AnalysisRelated(Strict):
+    mode: Literal["semantic", "hybrid"] = "hybrid"
+    depth: int = Field(2, ge=0, le=3)
+    candidates: int = Field(200, ge=10, le=2000, description="chunks ranked before grouping by note")
+    max_confidence: float = Field(0.7, ge=0, le=1)
+    max_chunks: int = Field(4, ge=1, le=200, description="chunks of a draft embedded at most (spread evenly)")
+    max_words: int = Field(100, ge=10, le=2000, description="words of each such chunk embedded at most")
+
+
+class AnalysisNeighbours(Strict):
+    count: int = Field(8, ge=1, le=100)
+    min_tag_share: float = Field(0.3, ge=0, le=1)
+    max_tags: int = Field(5, ge=0, le=50)
+
+
+class AnalysisDuplicates(Strict):
+    threshold: float = Field(0.95, ge=0, le=1)
+    candidates: int = Field(3, ge=1, le=50)
+
+
+class TypePairRule(Strict):
+    source: str = Field(description="type of the analysed text, or * for any")
+    target: str = Field(description="type of the suggested note, or * for any")
+    kind: str
+
+
+class AnalysisRelations(Strict):
+    llm: Literal["auto", "off"] = "auto"
+    window_chars: int = Field(120, ge=0, le=2000)
+    cues: dict[str, list[str]] = Field(default_factory=dict, description="relation kind -> cue phrases")
+    type_pairs: list[TypePairRule] = Field(default_factory=list)
+
+    @field_validator("cues")
+    @classmethod
+    def _phrases(cls, cues: dict[str, list[str]]) -> dict[str, list[str]]:
+        for kind, phrases in cues.items():
+            if any(not p.strip() for p in phrases):
+                raise ValueError(f"cues.{kind} holds an empty phrase; remove it")
+        return cues
+
+
+class AnalysisConfig(Strict):
+    max_text_bytes: int = Field(200_000, ge=1)
+    limit: int = Field(10, ge=1, le=100)
+    min_confidence: float = Field(0.15, ge=0, le=1)
+    mentions: AnalysisMentions = AnalysisMentions()
+    related: AnalysisRelated = AnalysisRelated()
+    neighbours: AnalysisNeighbours = AnalysisNeighbours()
+    duplicates: AnalysisDuplicates = AnalysisDuplicates()
+    relations: AnalysisRelations = AnalysisRelations()
+
+
 # --------------------------------------------------------------------------- loading
 
 
@@ -279,9 +339,14 @@ class Settings(BaseModel):
     types_config: Path | None = None
     retriever_config: Path | None = None
     decision_config: Path | None = None
+    analysis_config: Path | None = None
     prompts_dir: Path = Field(default_factory=_default_prompts_dir)
     log_dir: Path = Path("./data/logs")
     cache_dir: Path = Path("./data/cache")
+    # who may call `mindnet serve` (mindnet/security.py); lists are comma- or space-separated in the environment
+    api_token: str | None = Field(None, repr=False, description="bearer token for the API, password of the UI")
+    allowed_origins: list[str] = Field(default_factory=list, description="web origins besides the server's own")
+    allowed_hosts: list[str] = Field(default_factory=list, description="Host names besides loopback and IPs")
     _local_config: Path = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
@@ -301,6 +366,18 @@ class Settings(BaseModel):
         if not v or not all(c.isalnum() or c in "_-" for c in v):
             raise ValueError("use letters, digits, '_' or '-' only")
         return v
+
+    @field_validator("allowed_origins", "allowed_hosts", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        from mindnet.security import split_list
+        return split_list(v) if isinstance(v, str) else v
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, v: list[str]) -> list[str]:
+        from mindnet.security import normalize_origin
+        return [normalize_origin(o) for o in v]   # ValueError names the bad entry
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
@@ -336,6 +413,14 @@ class Settings(BaseModel):
     @property
     def decision_path(self) -> Path:
         return self.decision_config or find_config_file("decision_engine.yaml", self._local_config)
+
+    @property
+    def analysis_path(self) -> Path:
+        return self.analysis_config or find_config_file("analysis.yaml", self._local_config)
+
+    @cached_property
+    def analysis(self) -> AnalysisConfig:
+        return load_yaml_model(self.analysis_path, AnalysisConfig)
 
     @cached_property
     def types(self) -> TypesConfig:

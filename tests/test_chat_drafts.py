@@ -95,8 +95,10 @@ def test_existing_file_is_not_overwritten(vault: Path) -> None:
     (vault / "Gemüsegarten.md").write_text("old", encoding="utf-8")
     with pytest.raises(DraftError) as err:
         save_draft(draft(), vault_root=vault, folder=None)
-    assert (str(vault / "Gemüsegarten.md") in str(err.value), "overwrite=True" in str(err.value),
-            (vault / "Gemüsegarten.md").read_text(encoding="utf-8")) == (True, True, "old")
+    # the message names the file vault-relative, never with the server's absolute path
+    assert (str(err.value).startswith("Gemüsegarten.md: "), str(vault) in str(err.value),
+            "overwrite=True" in str(err.value),
+            (vault / "Gemüsegarten.md").read_text(encoding="utf-8")) == (True, False, True, "old")
 
 
 def test_overwrite_replaces_the_file(vault: Path) -> None:

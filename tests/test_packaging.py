@@ -53,7 +53,7 @@ def test_top_level_folders_are_the_packaged_files(link: str, target: Path) -> No
 
 def test_packaged_defaults_are_complete() -> None:
     assert sorted(p.name for p in DEFAULT_CONFIG_DIR.glob("*.yaml")) == [
-        "decision_engine.yaml", "retriever.yaml", "types.yaml"]
+        "analysis.yaml", "decision_engine.yaml", "retriever.yaml", "types.yaml"]
     assert {"system", "fact", "router", "condense", "interview"} <= {p.stem for p in DEFAULT_PROMPTS_DIR.glob("*.md")}
 
 

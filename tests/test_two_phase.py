@@ -118,7 +118,7 @@ def test_serve_on_a_never_imported_vault_answers_while_it_embeds(tmp_path, fake_
             except httpx.HTTPError:
                 time.sleep(0.2)
                 continue
-            if health["collections"]["chunks"]:
+            if health["import"]["notes_written"]:      # phase 1 has written its first notes
                 answer = httpx.post(f"{url}/query", json={"query": "Thema3 Notiz", "mode": "hybrid"}, timeout=30)
                 hits = answer.json()
                 break
@@ -128,7 +128,7 @@ def test_serve_on_a_never_imported_vault_answers_while_it_embeds(tmp_path, fake_
         assert health["import"]["running"] is True and health["live"]["watching"] is True
         while time.monotonic() < deadline:     # the background import finishes by itself
             health = httpx.get(f"{url}/health", timeout=5).json()
-            if health["import"]["phase"] == "done":
+            if health["import"]["phase"] == "done" and health["import"]["texts_embedded"] == 60:
                 break
             time.sleep(0.3)
         assert (health["import"]["texts_embedded"], health["import"]["texts_total"]) == (60, 60)

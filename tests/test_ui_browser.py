@@ -392,6 +392,35 @@ def test_draft_text_survives_a_reload(page: Page) -> None:
     expect(page.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
 
 
+def test_draft_editor_suggests_typed_links_while_typing_and_inserts_them(page: Page, server: ChatServer) -> None:
+    ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
+    editor = page.get_by_test_id("draft-text").last
+    editor.wait_for(timeout=TIMEOUT)
+    editor.focus()
+    editor.press("Control+End")
+    editor.press_sequentially("\nDie Bewässerung hängt ab von Qdrant.")    # key by key: the panel follows
+    panel = page.get_by_test_id("draft-suggestions").last
+    qdrant = panel.get_by_test_id("suggestion").filter(has_text="Qdrant").first
+    expect(qdrant).to_contain_text("depends_on", timeout=TIMEOUT)
+    shot(page, "12_draft_suggestions")
+    qdrant.get_by_test_id("suggestion-link").click()                       # a wikilink at the mention
+    expect(editor).to_have_value(re.compile(r"hängt ab von \[\[Qdrant\]\]\."), timeout=TIMEOUT)
+    other = panel.get_by_test_id("suggestion").first
+    other.wait_for(timeout=TIMEOUT)
+    kind, title = other.locator("code").inner_text(), other.inner_text()
+    other.get_by_test_id("suggestion-edge").click()                        # an edge line at the end
+    expect(editor).to_have_value(re.compile(rf"\n> \[!edge\] {kind}: \[\[.+\]\]\n$"), timeout=TIMEOUT)
+    dismissed = panel.get_by_test_id("suggestion").first
+    dismissed_text = dismissed.inner_text()
+    dismissed.get_by_test_id("suggestion-dismiss").click()
+    expect(panel.get_by_test_id("suggestion").filter(has_text=dismissed_text.split("\n")[0])).to_have_count(0)
+    assert title
+    assert not (server.vault / "projects" / "Kräutergarten.md").exists() or \
+        "[[Qdrant]]" not in (server.vault / "projects" / "Kräutergarten.md").read_text(encoding="utf-8")
+    page.get_by_test_id("draft-discard").last.click()
+    expect(page.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
+
+
 # --------------------------------------------------------------------------- long messages, mobile, network
 
 
@@ -402,8 +431,6 @@ def test_too_long_message_never_shows_a_raw_pydantic_error(page: Page) -> None:
     assert page.get_by_text("errors.pydantic.dev", exact=False).count() == 0
 
 
-@pytest.mark.xfail(strict=True, reason="the server side (accept ~20k chars, trim the search text, add a notice) is "
-                                       "the sec-server branch's; remove this marker when it is merged")
 def test_long_message_is_answered_with_a_one_sentence_notice(page: Page) -> None:
     text = "Was ist hybride Suche? " + "Ich schreibe sehr viel Kontext dazu. " * 150   # ~5,600 characters
     ask(page, text)

@@ -220,3 +220,40 @@ async def test_unknown_strategy_is_a_readable_error_not_a_traceback(chat: ChatCl
     errors = [m["output"] for m in messages(events).values() if m.get("isError")]
     assert errors and "unknown strategy 'NOPE'" in errors[0]
     assert "Traceback" not in json.dumps(events)
+
+
+# --------------------------------------------------------------------------- save & analyze
+
+
+async def test_suggest_command_lists_links_for_a_note_path(chat: ChatClient, server: ChatServer) -> None:
+    before = (server.vault / "projects" / "karate-trainingsplan.md").read_bytes()
+    events = await chat.ask("projects/karate-trainingsplan.md", command="suggest")
+    listing = [m["output"] for m in messages(events).values() if m["output"].startswith("**Suggestions for")]
+    assert listing and listing[0].startswith(
+        "**Suggestions for Karate Trainingsplan** (projects/karate-trainingsplan.md)")
+    assert "1. `" in listing[0] and 'mindnet suggest "projects/karate-trainingsplan.md" --apply' in listing[0]
+    assert (server.vault / "projects" / "karate-trainingsplan.md").read_bytes() == before   # shown, never written
+    assert not [m for m in messages(events).values() if m["type"] == "assistant_message"
+                and m["output"].startswith("`")]                                         # not asked as a question
+
+
+async def test_suggest_alone_takes_the_last_answers_top_source(chat: ChatClient) -> None:
+    answered = await chat.ask("Warum habe ich Qdrant gewählt?")
+    top = answer_of(answered)
+    assert top
+    events = await chat.ask("", command="suggest")
+    assert [m["output"] for m in messages(events).values() if m["output"].startswith("**Suggestions for")]
+
+
+async def test_suggest_for_an_unknown_note_says_so(chat: ChatClient) -> None:
+    events = await chat.ask("nowhere.md", command="suggest")
+    assert any("no note with id or path 'nowhere.md'" in m["output"] for m in messages(events).values())
+
+
+async def test_draft_editor_asks_for_suggestions_of_its_text(chat: ChatClient) -> None:
+    text = "---\ntype: project\n---\n# Balkon\n\nDie Bewässerung hängt ab von Qdrant und nutzt BM25."
+    result = await chat.act({"name": "draft_analyze", "payload": {}}, markdown=text, note_type="project")
+    first = next(s for s in result["links"] if s["title"] == "Qdrant")
+    assert first["kind"] == "depends_on" and first["callout"] == "> [!edge] depends_on: [[Qdrant]]"
+    assert text[first["mention"]["start"]:first["mention"]["end"]] == "Qdrant"
+    assert (await chat.act({"name": "draft_analyze", "payload": {}}, markdown="  "))["links"] == []

@@ -15,6 +15,8 @@ from mindnet.errors import DraftConflictError, DraftError
 logger = logging.getLogger(__name__)
 
 _ILLEGAL = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')  # illegal on Windows/macOS or in Obsidian links
+# bidi controls (U+202E shows "gpj.md" as "dm.jpg"): never in a file name
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _RESERVED = {"con", "prn", "aux", "nul", *(f"{dev}{i}" for dev in ("com", "lpt") for i in range(1, 10))}
 _MAX_NAME_BYTES = 200  # file systems allow 255; leave room for ".md" and editor suffixes
 
@@ -35,10 +37,11 @@ def _traversal_problem(value: str, *, drives: bool) -> str | None:
 
 def draft_filename(title: str, fallback: str) -> str:
     """File name (with .md) for a note title: illegal characters replaced, length capped."""
-    name = unicodedata.normalize("NFC", title)
-    name = re.sub(r"[ \t]*:[ \t]*", " - ", name)   # "Projekt: Garten" -> "Projekt - Garten"
+    name = _BIDI.sub("", unicodedata.normalize("NFC", title))
+    name = name.replace(":", " - ")   # "Projekt: Garten" -> "Projekt - Garten" (spaces are collapsed below)
     name = _ILLEGAL.sub("-", name)
     name = re.sub(r"\s+", " ", name).strip(" .-")  # leading dots would hide the file
+    name = name[:_MAX_NAME_BYTES]   # no more characters than bytes allowed: the loop below stays short
     while len(name.encode("utf-8")) > _MAX_NAME_BYTES:
         name = name[:-1].rstrip(" .-")
     if not name:
@@ -54,30 +57,30 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
     (or larger than `max_bytes`, the import's own file limit)."""
     root = Path(vault_root)
     if not root.is_dir():
-        raise DraftError("vault folder does not exist", path=str(root),
+        raise DraftError("vault folder does not exist", path=root.name,
                          hint="set MINDNET_VAULT_ROOT to an existing folder")
     root = root.resolve()
     for what, value in (("folder", folder or ""), ("title", draft.title)):
         problem = _traversal_problem(value, drives=what == "folder")
         if problem:
             raise DraftError(f"draft {what} {value!r} {problem}; notes are only saved inside the vault",
-                             path=str(root), hint=f"use a {what} without '..' or a leading '/'")
+                             path=folder or "", hint=f"use a {what} without '..' or a leading '/'")
 
     target_dir = _inside(root, root / (folder or ""), folder or "")
     if target_dir.exists() and not target_dir.is_dir():
-        raise DraftError("draft folder is a file, not a folder", path=str(target_dir),
+        raise DraftError("draft folder is a file, not a folder", path=_shown(root, target_dir),
                          hint="choose another folder for this note type in config/types.yaml")
     target_dir.mkdir(parents=True, exist_ok=True)
     target_dir = _inside(root, target_dir, folder or "")  # again: a symlink may have appeared meanwhile
 
     path = target_dir / draft_filename(draft.title, fallback=draft.note_id)
     if path.is_symlink():
-        raise DraftError("a symlink is in the way of the draft", path=str(path),
+        raise DraftError("a symlink is in the way of the draft", path=_shown(root, path),
                          hint="remove the symlink or rename the note")
     content = draft.to_markdown().encode("utf-8")
     if max_bytes is not None and len(content) > max_bytes:
         raise DraftError(f"the draft is {len(content)} bytes, over the import's limit of {max_bytes}",
-                         path=str(path), hint="shorten the note (or raise max_file_bytes in types.yaml)")
+                         path=_shown(root, path), hint="shorten the note (or raise max_file_bytes in types.yaml)")
     if overwrite:
         _replace_atomically(path, content)
     else:
@@ -85,7 +88,7 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
             with open(path, "xb") as fh:  # exclusive create: no check-then-write race
                 fh.write(content)
         except FileExistsError as exc:
-            raise DraftConflictError("a note with this file name already exists", path=str(path),
+            raise DraftConflictError("a note with this file name already exists", path=_shown(root, path),
                              hint="pass overwrite=True to replace it, or change the note's title") from exc
     logger.info("saved draft %s (%s) to %s", draft.note_id, draft.note_type, path)
     return path
@@ -94,9 +97,17 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
 def _inside(root: Path, candidate: Path, shown: str) -> Path:
     resolved = candidate.resolve()
     if not resolved.is_relative_to(root):
-        raise DraftError(f"draft folder {shown!r} resolves to {resolved}, outside the vault",
-                         path=str(root), hint="the folder (or a symlink in it) must stay inside the vault")
+        raise DraftError(f"draft folder {shown!r} leads outside the vault (through a symlink)",
+                         path=shown, hint="the folder (or a symlink in it) must stay inside the vault")
     return resolved
+
+
+def _shown(root: Path, path: Path) -> str:
+    """`path` as error messages show it: relative to the vault, never the server's absolute path."""
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return Path(path).name
 
 
 def _replace_atomically(path: Path, content: bytes) -> None:

@@ -38,8 +38,43 @@ _LIST_ITEM = re.compile(r"^[ \t]*-(?:[ \t]+(?P<item>.*))?$")
 _FM_FENCE = {"---", "..."}
 _ID_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _ISO_DAY = re.compile(r"^(\d{4}-\d{2}-\d{2})")
-# safe_load raises ValueError (not YAMLError) for impossible dates such as 2024-13-45
-_YAML_ERRORS = (yaml.YAMLError, ValueError, TypeError)
+# safe_load raises ValueError (not YAMLError) for impossible dates such as 2024-13-45, RecursionError for
+# thousands of nested brackets
+_YAML_ERRORS = (yaml.YAMLError, ValueError, TypeError, RecursionError)
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """Safe YAML without aliases, as the import reads notes: nested `*name` references expand exponentially
+    (a 300-byte "billion laughs" draft froze the server for 15 s)."""
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.events.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not supported in notes",
+                                              self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
+
+def _load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def refuse_yaml_references(markdown: str) -> None:
+    """Raise DraftError when a draft's frontmatter uses YAML anchors (&name) or aliases (*name): the import
+    refuses such notes, and expanding them costs exponential time."""
+    from mindnet.errors import DraftError
+    warnings: list[str] = []
+    fm_text, _ = _split_frontmatter(_extract_note_text(_clean_newlines(markdown), warnings), warnings)
+    if not fm_text:
+        return
+    try:
+        for token in yaml.scan(fm_text, Loader=yaml.SafeLoader):
+            if isinstance(token, yaml.AliasToken | yaml.AnchorToken):
+                kind = "alias" if isinstance(token, yaml.AliasToken) else "anchor"
+                raise DraftError(f"the frontmatter uses a YAML {kind} ({'*' if kind == 'alias' else '&'}"
+                                 f"{token.value}) on its line {token.start_mark.line + 1}; notes may not",
+                                 hint="write the value out instead of referring to it")
+    except yaml.YAMLError:
+        return   # not YAML at all: the sanitizer reads it line by line, without references
 
 
 class NoteDraft(BaseModel):
@@ -122,6 +157,8 @@ class _Block:
 
 
 def _clean_newlines(text: str) -> str:
+    """Unix newlines, no BOM, and U+FFFD for unpaired surrogates (they cannot be saved as UTF-8)."""
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -232,7 +269,7 @@ def _split_frontmatter(text: str, warnings: list[str]) -> tuple[str | None, str]
 def _parse_frontmatter(fm_text: str, warnings: list[str]) -> tuple[dict[str, Any], str]:
     """Fields of a frontmatter block, and the text that could not be read as fields (for the body)."""
     try:
-        data = yaml.safe_load(fm_text)
+        data = _load_yaml(fm_text)
         error = None
     except _YAML_ERRORS as exc:
         data, error = None, exc
@@ -292,7 +329,7 @@ def _scalar(raw: str) -> Any:
     if not raw:
         return None
     try:
-        value = yaml.safe_load(raw)
+        value = _load_yaml(raw)
     except _YAML_ERRORS:
         return raw.strip("\"'")
     # "title: Plan B: Umzug" must stay text, not become a mapping {"Plan B": "Umzug"}
@@ -308,7 +345,7 @@ def _merge_leading_frontmatters(body: str, fields: dict[str, Any], warnings: lis
         extra: dict[str, Any] = {}
         if end is not None:
             try:
-                loaded = yaml.safe_load("\n".join(lines[start + 1:end]))
+                loaded = _load_yaml("\n".join(lines[start + 1:end]))
                 extra = loaded if isinstance(loaded, dict) else {}
             except _YAML_ERRORS:
                 extra = {}
@@ -345,13 +382,15 @@ def _as_list(value: Any, *, split_spaces: bool) -> list[str]:
         return []
     raw = value if isinstance(value, list | tuple) else [value]
     out: list[str] = []
+    seen: set[str] = set()   # a list lookup per part would be quadratic in the number of tags
     for item in raw:
         if isinstance(item, dict | list):
             item = ", ".join(map(str, item.values() if isinstance(item, dict) else item))
         pattern = r"[,\s]+" if split_spaces else r","
         for part in re.split(pattern, str(item)):
             part = part.strip().lstrip("#").strip() if split_spaces else part.strip()
-            if part and part not in out:
+            if part and part not in seen:
+                seen.add(part)
                 out.append(part)
     return out
 

@@ -18,6 +18,7 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import PrivateAttr
 
 from mindnet.chat.context import ChatServices, Turn
+from mindnet.chat.input_limits import fit_search_text
 from mindnet.chat.llm import LLMGate, interrupted_notice, unavailable_notice
 from mindnet.chat.models import ChatEvent, ChatRequest, ChatResponse, ChatTurn, format_history
 from mindnet.chat.prompts import load_prompt
@@ -200,7 +201,7 @@ class RagStrategyEngine(StrategyEngine):
         self._condense = load_prompt(CONDENSE_PROMPT, services.prompts_dir)
 
     def _requests(self, turn: Turn, search_text: str) -> tuple[QueryRequest, QueryRequest | None]:
-        r = turn.request
+        r = turn.request.model_copy(update={"message": fit_search_text(turn.request.message)[0]})
         cfg = self.strategy.retrieval or RetrievalSettings()
         expand = ExpandRequest(depth=cfg.expand_depth if r.expand_depth is None else r.expand_depth,
                                edge_types=r.edge_types)
@@ -216,6 +217,9 @@ class RagStrategyEngine(StrategyEngine):
         s = self._services
         search_text, condensed_by = await acondense(turn.request.message, turn.request.history, gate=s.gate,
                                                     prompt=self._condense)
+        search_text, input_notice = fit_search_text(search_text)
+        if input_notice:
+            yield ChatEvent(kind="input_notice", data={"message": input_notice, "searched_chars": len(search_text)})
         primary_req, inject_req = self._requests(turn, search_text)
         primary = await s.retriever.asearch(primary_req)
         injected = await s.retriever.asearch(inject_req) if inject_req is not None else None
@@ -230,7 +234,8 @@ class RagStrategyEngine(StrategyEngine):
                  "inject": None if injected is None else {"types": list(self.strategy.inject_types),
                                                           "hits": len(injected.nodes), "trace": injected.trace},
                  "merged": {"primary": len(primary.nodes), "injected": len(nodes) - len(primary.nodes)}}
-        base = {"query_id": query_id, "intent": self.name, "reason": turn.reason, "sources": sources, "trace": trace}
+        base = {"query_id": query_id, "intent": self.name, "reason": turn.reason, "sources": sources, "trace": trace,
+                "input_notice": input_notice}
         yield ChatEvent(kind="sources", data={"query_id": query_id, "sources": sources})
 
         status = await s.gate.astatus()

@@ -48,21 +48,28 @@ class MentionIndex:
         finally:
             self.seconds += time.perf_counter() - start
 
-    def _find(self, text: str, exclude: set[str]) -> list[tuple[str, str]]:
-        hay = strip_links(mask_code(text)).casefold()
+    def spans(self, hay: str) -> list[tuple[int, int, str, tuple[str, ...]]]:
+        """Whole-word matches in an already masked, case-folded text as (start, end inclusive, name, note ids),
+        longest first; a match inside a longer one is dropped."""
         spans: list[tuple[int, int, str, tuple[str, ...]]] = []
+        if not self.size:
+            return spans
         for end, (key, ids) in self._automaton.iter(hay):
             start = end - len(key) + 1
             if (start > 0 and _is_word_char(hay[start - 1])) or (end + 1 < len(hay) and _is_word_char(hay[end + 1])):
                 continue
             spans.append((start, end, key, ids))
         spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
-        taken: list[tuple[int, int]] = []
-        found: dict[str, str] = {}
-        for start, end, key, ids in spans:
-            if any(start <= e and s <= end for s, e in taken):
+        taken: list[tuple[int, int, str, tuple[str, ...]]] = []
+        for span in spans:
+            if any(span[0] <= e and s <= span[1] for s, e, _, _ in taken):
                 continue  # "PageRank" inside an already matched "Personalized PageRank"
-            taken.append((start, end))
+            taken.append(span)
+        return taken
+
+    def _find(self, text: str, exclude: set[str]) -> list[tuple[str, str]]:
+        found: dict[str, str] = {}
+        for _, _, key, ids in self.spans(strip_links(mask_code(text)).casefold()):
             for note_id in ids:
                 if note_id not in exclude and note_id not in found:
                     found[note_id] = key

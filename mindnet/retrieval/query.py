@@ -4,25 +4,37 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from mindnet.errors import QueryError
 from mindnet.settings import RetrieverConfig
 
-Text = Annotated[str, Field(max_length=2000)]
+MAX_TEXT_CHARS = 2000
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+# characters one request may send to the embedding model (query or search_text, variants, hyde): embedding
+# cost grows faster than length, ten 2,000-character HyDE texts took 48 s of CPU
+EMBED_BUDGET_CHARS = 6000
 BUILTIN_EDGE_KINDS = frozenset({"references", "depends_on", "related_to", "mentions", "supports", "contradicts",
                                 "part_of", "blocks", "inspired_by", "belongs_to", "next", "prev"})
 
 
 class ExpandRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)   # strict: "yes" or 1 is no boolean, "5" no count
     depth: int | None = Field(None, description="graph hops around the hits (0 = none, at most 3; "
                                                  "default: retriever.yaml expand.depth)")
     edge_types: list[str] | None = Field(None, description="edge kinds to follow (default: retriever.yaml)")
 
 
 class Filters(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     types: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     note_ids: list[str] = Field(default_factory=list)
@@ -43,8 +55,8 @@ class QueryRequest(BaseModel):
     """`query` is what the user asked; `search_text` (if given) is searched instead; `variants` are more
     phrasings (dense + sparse), `hyde` hypothetical answers (dense only), `keywords` the sparse query."""
 
-    model_config = ConfigDict(extra="forbid")
-    query: str = Field(max_length=2000)
+    model_config = ConfigDict(extra="forbid", strict=True)
+    query: str = Field(max_length=MAX_TEXT_CHARS)
     search_text: Text | None = None
     variants: list[Text] = Field(default_factory=list, max_length=10)
     hyde: list[Text] = Field(default_factory=list, max_length=10)
@@ -63,6 +75,15 @@ class QueryRequest(BaseModel):
         if not v.strip():
             raise ValueError("must not be empty; type what you are looking for")
         return v.strip()
+
+    @model_validator(mode="after")
+    def _embedding_budget(self) -> QueryRequest:
+        chars = sum(len(t) for t in self.texts()) + sum(len(h) for h in self.hyde)
+        if chars > EMBED_BUDGET_CHARS:
+            raise ValueError(f"the request would embed {chars} characters (query or search_text + variants + "
+                             f"hyde), over the per-request budget of {EMBED_BUDGET_CHARS}; send fewer or shorter "
+                             "texts")
+        return self
 
     @classmethod
     def build(cls, **fields: Any) -> QueryRequest:

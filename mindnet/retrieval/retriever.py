@@ -451,6 +451,20 @@ class MindnetRetriever(BaseRetriever):
                 best[nid] = c
         return list(best.values())
 
+    # ------------------------------------------------------------------ search with the caller's vectors
+
+    def search_vectors(self, q: ResolvedQuery, vectors: list[Any], sparse_texts: list[str]) -> RetrievalResult:
+        """The search for dense vectors the caller already has (a text's chunk vectors, e.g. a note's stored
+        ones) and the texts for BM25; `q` is resolved by the caller, who may go past the top_k cap."""
+        if not self.client.collection_exists(self.collection):
+            raise EmptyIndexError(f"nothing to search yet: collection {self.collection} does not exist; "
+                                  f"import your vault first (`mindnet ingest [VAULT]`, or POST /ingest)")
+        trace: dict[str, Any] = {"mode": q.mode, "top_k": q.top_k, "depth": q.depth, "embed_ms": 0.0,
+                                 "queries": {"dense": [f"<{len(vectors)} vectors>"],
+                                             "sparse": [] if q.mode == "semantic" else sparse_texts}}
+        with self._lock, _BLAS.limit(limits=1, user_api="blas"):
+            return self._search_locked(q, [_unit(v) for v in vectors], trace)
+
     @staticmethod
     def _to_node(c: Candidate, *, hybrid: bool) -> NodeWithScore:
         """`lexical` is None in semantic mode: no BM25 score was computed, so none is shown."""

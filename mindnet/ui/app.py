@@ -27,6 +27,7 @@ from mindnet.chat.welcome import starter_questions, welcome_text
 from mindnet.errors import DraftConflictError, DraftError, MindnetError
 from mindnet.logs import GENERATED_ANSWER
 from mindnet.ui import render
+from mindnet.ui import suggest as suggest_ui  # registers the draft editor's `draft_analyze` action
 from mindnet.ui.registry import get_mindnet
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ COMMANDS = [
     {"id": "history", "icon": "history", "description": "recent searches", "button": False},
     {"id": "reimport", "icon": "refresh-cw", "description": "re-import the vault", "button": False},
     {"id": "draft", "icon": "file-pen-line", "description": "reopen the current draft", "button": False},
+    {"id": "suggest", "icon": "link", "button": False,
+     "description": "links, kinds, type and tags for a note: /suggest PATH (alone: the last answer's top source)"},
 ]
 
 
@@ -126,6 +129,9 @@ COMMAND_IDS = ("history", "reimport", "draft")   # none takes an argument: they 
 @cl.on_message
 @readable
 async def on_message(message: cl.Message) -> None:
+    if message.command == "suggest":           # its text is the note to analyse, not a question
+        await suggest_ui.suggest_command(message.content)
+        return
     handler = COMMAND_HANDLERS.get(message.command or "")
     if handler:
         await handler()
@@ -148,6 +154,7 @@ async def answer(text: str) -> None:
     response = await AnswerView(request).run()
     if response is None:
         return
+    cl.user_session.set("last_sources", response.sources)   # /suggest alone analyses the top one
     history += [{"role": "user", "content": request.message},
                 {"role": "assistant", "content": response.answer}]
     cl.user_session.set("history", history)

@@ -10,15 +10,19 @@ elements from `mindnet/ui/elements/`.
 
 from __future__ import annotations
 
+import hmac
+import json
 import logging
 import os
 import re
+import secrets
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from fastapi import FastAPI
-from fastapi.responses import RedirectResponse
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 
 from mindnet.service import Mindnet
 from mindnet.ui.registry import set_mindnet
@@ -83,6 +87,59 @@ def configure_chainlit() -> None:
         server.get_html_template = local_only(server.get_html_template)
 
 
+ACTION_FIELDS = {"name": str, "payload": dict, "label": str, "tooltip": str, "icon": (str, type(None)),
+                 "forId": (str, type(None)), "id": str}
+
+
+def action_problem(body: bytes) -> tuple[int, str] | None:
+    """Why Chainlit's /project/action would fail on `body` with a 500 (an unknown session, an action it cannot
+    build), as (status, message); None when Chainlit can take it (or validates it itself)."""
+    from chainlit.session import WebsocketSession
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("sessionId"), str) or \
+            not isinstance(data.get("action"), dict):
+        return None   # Chainlit's own request model answers 422
+    if WebsocketSession.get_by_id(data["sessionId"]) is None:
+        return 404, "no chat session with this id (it ended); reload the chat page"
+    action = data["action"]
+    wrong = sorted(k for k, v in action.items() if k not in ACTION_FIELDS or not isinstance(v, ACTION_FIELDS[k]))
+    missing = sorted({"name", "payload"} - set(action))
+    if wrong or missing:
+        return 422, f"action: invalid fields {wrong}, missing {missing}; expected {sorted(ACTION_FIELDS)}"
+    return None
+
+
+class ActionRequestCheck(BaseHTTPMiddleware):
+    """Bad /project/action requests get a 4xx naming the problem instead of Chainlit's 500."""
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if request.method == "POST" and request.url.path.endswith("/project/action"):
+            problem = action_problem(await request.body())
+            if problem:
+                return JSONResponse(status_code=problem[0], content={"error": "invalid action", "detail": problem[1]})
+        return await call_next(request)
+
+
+def require_token_login(token: str) -> None:
+    """With MINDNET_API_TOKEN set, the chat asks for a login: any user name, the token as password. Chainlit
+    then refuses its socket and actions to anyone not logged in."""
+    import chainlit as cl
+    from chainlit.config import config
+    from chainlit.utils import wrap_user_function
+
+    async def check(username: str, password: str) -> cl.User | None:
+        if hmac.compare_digest(password.encode(), token.encode()):
+            return cl.User(identifier=username.strip() or "mindnet", metadata={"provider": "token"})
+        return None
+
+    config.code.password_auth_callback = wrap_user_function(check)
+    # Chainlit signs its login cookie with this secret; a fresh one per server start unless the user set one
+    os.environ.setdefault("CHAINLIT_AUTH_SECRET", secrets.token_urlsafe(32))
+
+
 def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:
     """Serve the chat at `path` (and redirect `/` there), using this process's `mindnet`. Once per process."""
     set_mindnet(mindnet)
@@ -100,7 +157,11 @@ def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:
     from chainlit.utils import mount_chainlit
 
     configure_chainlit()
+    if mindnet.settings.api_token:
+        require_token_login(mindnet.settings.api_token)
     mount_chainlit(app=app, target=str(APP_FILE), path=path)
+    from chainlit.server import app as chainlit_app
+    chainlit_app.add_middleware(ActionRequestCheck)
     _mounted.append(path)
 
     @app.get("/", include_in_schema=False)

@@ -4,13 +4,15 @@
 //   nothing: the page script (public/mindnet.js) hands it back to the server, which reopens the editor;
 // - sent to the server session (action draft_update) while typing, and kept in the element's props on blur,
 //   so switching to the chat and back never loses it.
-// Save / Download / Discard send the current text along. Extension point: `aside` (below the text) is where
-// panels beside the draft (e.g. link suggestions) go; they get the current text.
+// Save / Download / Discard send the current text along. Below the text, link suggestions (Save & Analyze,
+// action draft_analyze) follow the text as it is typed (debounced): "Link" turns the mention into a wikilink,
+// "Edge" appends a `> [!edge] KIND: [[X]]` line, "Dismiss" hides it. They only change the draft's text.
 import { useEffect, useRef, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Textarea } from "@/components/ui/textarea";
 
 const DRAFT_KEY = "mindnet.draft";
+const ANALYZE_DELAY_MS = 700;   // suggestions are asked for once typing pauses this long
 
 function kept(draftId) {
   try {
@@ -48,12 +50,54 @@ export default function DraftEditor() {
     keep(value);
     clearTimeout(timer.current);
     timer.current = setTimeout(() => store(value), 300);
+    analyze(value);
   };
   const onBlur = () => {
     clearTimeout(timer.current);
     store(text);
     updateElement({ ...props, markdown: text });
   };
+  // ---- link suggestions (Save & Analyze): asked for when typing pauses; they never write a note
+  const [suggestions, setSuggestions] = useState(null);
+  const [dismissed, setDismissed] = useState([]);
+  const analyzeTimer = useRef(null);
+  const asked = useRef(0);
+  const analyze = (value) => {
+    clearTimeout(analyzeTimer.current);
+    analyzeTimer.current = setTimeout(async () => {
+      const mine = ++asked.current;        // an older answer arriving late must not replace a newer one
+      try {
+        const res = await callAction({ name: "draft_analyze",
+          payload: { draft_id: props.draft_id, markdown: value, note_type: props.note_type } });
+        if (mine === asked.current) setSuggestions(res && res.response ? res.response : null);
+      } catch (err) {
+        if (mine === asked.current) setSuggestions({ error: String(err) });
+      }
+    }, ANALYZE_DELAY_MS);
+  };
+  useEffect(() => {
+    if (editable) analyze(text);
+    return () => clearTimeout(analyzeTimer.current);
+  }, []);
+  const insert = (s, where) => {
+    let value = text;
+    const m = s.mention;
+    let start = m && value.slice(m.start, m.end) === m.surface ? m.start : (m ? value.indexOf(m.surface) : -1);
+    if (where === "mention" && start >= 0) {
+      const wiki = m.surface === s.link_text ? `[[${s.link_text}]]` : `[[${s.link_text}|${m.surface}]]`;
+      value = value.slice(0, start) + wiki + value.slice(start + m.surface.length);
+    } else {
+      value = value.replace(/\s*$/, "") + "\n\n" + s.callout + "\n";
+    }
+    setText(value);
+    keep(value);
+    store(value);
+    setSuggestions({ ...suggestions, links: (suggestions.links || []).filter((x) => x.note_id !== s.note_id) });
+    analyze(value);
+  };
+  const shown = suggestions && !suggestions.error
+    ? (suggestions.links || []).filter((s) => !dismissed.includes(s.note_id)) : [];
+
   const run = async (name) => {
     clearTimeout(timer.current);
     setBusy(true);
@@ -86,6 +130,46 @@ export default function DraftEditor() {
         onChange={onChange}
         onBlur={onBlur}
       />
+      {editable && suggestions && (
+        <div className="flex flex-col gap-1 rounded-md border p-2 text-sm" data-testid="draft-suggestions">
+          <div className="font-medium">Link suggestions</div>
+          {suggestions.error && <div className="text-xs text-muted-foreground">{suggestions.error}</div>}
+          {!suggestions.error && shown.length === 0 && (
+            <div className="text-xs text-muted-foreground">No links to suggest yet.</div>
+          )}
+          {shown.map((s) => (
+            <div key={s.note_id} className="flex items-center gap-2" data-testid="suggestion">
+              <span className="flex-1" title={`${s.reason}; kind: ${s.kind_reason}`}>
+                <code>{s.kind}</code> {s.title}{" "}
+                <span className="text-xs text-muted-foreground">{s.confidence.toFixed(2)}</span>
+              </span>
+              {s.mention && (
+                <Button size="sm" variant="outline" data-testid="suggestion-link" disabled={busy}
+                  onClick={() => insert(s, "mention")}>Link</Button>
+              )}
+              <Button size="sm" variant="outline" data-testid="suggestion-edge" disabled={busy}
+                onClick={() => insert(s, "end")}>Edge</Button>
+              <Button size="sm" variant="ghost" data-testid="suggestion-dismiss"
+                onClick={() => setDismissed([...dismissed, s.note_id])}>Dismiss</Button>
+            </div>
+          ))}
+          {suggestions.type && suggestions.type.value !== props.note_type && (
+            <div className="text-xs text-muted-foreground" data-testid="suggestion-type">
+              Type: {suggestions.type.value} ({suggestions.type.reason})
+            </div>
+          )}
+          {(suggestions.tags || []).length > 0 && (
+            <div className="text-xs text-muted-foreground" data-testid="suggestion-tags">
+              Tags: {suggestions.tags.map((t) => "#" + t.tag).join(" ")}
+            </div>
+          )}
+          {suggestions.duplicate && (
+            <div className="text-xs" data-testid="suggestion-duplicate">
+              Possible duplicate: {suggestions.duplicate.title} ({suggestions.duplicate.reason})
+            </div>
+          )}
+        </div>
+      )}
       {editable && (
         <div className="flex gap-2">
           <Button data-testid="draft-save" disabled={busy} onClick={() => run("draft_save")}>Save to vault</Button>

@@ -1,0 +1,130 @@
+"""Writing accepted link suggestions into an existing note: the one explicit write of Save & Analyze.
+
+The edges go into ONE `> [!edge]` callout block appended at the end of the note (one line per kind), which the
+import reads as typed edges. The caller shows the diff first; the write keeps a backup of the note under
+`<vault>/.mindnet/backups/` (a hidden folder the import skips) and refuses when the file changed since it was read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mindnet.analysis.models import LinkSuggestion
+from mindnet.errors import VaultError
+
+BACKUP_DIR = ".mindnet/backups"
+
+
+def edge_block(links: Sequence[LinkSuggestion]) -> str:
+    """`> [!edge] kind: [[A]] [[B]]` for the first kind, `> kind: [[C]]` for each further one."""
+    kinds: dict[str, list[str]] = {}
+    for link in links:
+        targets = kinds.setdefault(link.relation.kind, [])
+        if link.link_text not in targets:
+            targets.append(link.link_text)
+    lines = []
+    for i, (kind, targets) in enumerate(kinds.items()):
+        lead = "> [!edge] " if i == 0 else "> "
+        lines.append(f"{lead}{kind}: " + " ".join(f"[[{t}]]" for t in targets))
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class EdgePlan:
+    """What --apply would write: the note's current and new text, and the diff between them."""
+
+    path: Path
+    rel_path: str
+    old: str
+    new: str
+
+    @property
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(self.old.splitlines(keepends=True), self.new.splitlines(keepends=True),
+                                            fromfile=f"a/{self.rel_path}", tofile=f"b/{self.rel_path}"))
+
+
+def plan_edges(vault_root: Path, rel_path: str, links: Sequence[LinkSuggestion]) -> EdgePlan:
+    if not links:
+        raise VaultError("no edges to write", path=rel_path, hint="pick at least one suggestion")
+    path = Path(vault_root) / rel_path
+    try:
+        old = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VaultError(f"cannot read the note: {exc}", path=rel_path) from exc
+    nl = "\r\n" if "\r\n" in old else "\n"     # keep the file's own line endings
+    block = edge_block(links).replace("\n", nl)
+    new = old.rstrip("\r\n") + nl + nl + block + nl
+    return EdgePlan(path=path, rel_path=rel_path, old=old, new=new)
+
+
+def write_plan(plan: EdgePlan, vault_root: Path) -> Path:
+    """Back the note up, then replace it atomically with the planned text; returns the backup's path."""
+    current = plan.path.read_bytes().decode("utf-8", errors="replace")
+    if current != plan.old:
+        raise VaultError("the note changed since the suggestions were made; nothing was written",
+                         path=plan.rel_path, hint="run `mindnet suggest` again")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backup = Path(vault_root) / BACKUP_DIR / f"{plan.rel_path}.{stamp}.bak"
+    backup.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while backup.exists():
+        backup = backup.with_name(f"{Path(plan.rel_path).name}.{stamp}-{n}.bak")
+        n += 1
+    backup.write_bytes(plan.old.encode("utf-8"))
+    fd, tmp = tempfile.mkstemp(prefix=".suggest-", suffix=".tmp", dir=plan.path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(plan.new.encode("utf-8"))
+        os.chmod(tmp, plan.path.stat().st_mode & 0o777)
+        os.replace(tmp, plan.path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return backup
+
+
+def select_links(links: Sequence[LinkSuggestion], picks: str | None, min_confidence: float = 0.0
+                 ) -> list[LinkSuggestion]:
+    """The suggestions to write: `picks` ("1,3", 1-based as listed) or all, at `min_confidence` or above."""
+    chosen = list(links)
+    if picks:
+        try:
+            numbers = [int(p) for p in picks.replace(" ", "").split(",") if p]
+        except ValueError as exc:
+            raise VaultError(f"--pick {picks!r} is not a list of numbers", hint="write e.g. --pick 1,3") from exc
+        bad = [n for n in numbers if not 1 <= n <= len(links)]
+        if bad:
+            raise VaultError(f"--pick {bad} out of range; the list has {len(links)} suggestions",
+                             hint=f"use numbers from 1 to {len(links)}")
+        chosen = [links[n - 1] for n in dict.fromkeys(numbers)]
+    return [s for s in chosen if s.confidence >= min_confidence]
+
+
+def insert_link(text: str, link: LinkSuggestion, *, at: str = "mention") -> str:
+    """The draft with one suggestion taken: `at="mention"` turns its first mention into a wikilink (keeping the
+    words as written), `at="end"` appends its `> [!edge] KIND: [[X]]` line (to a callout block already ending the
+    text, if there is one). Only the draft's text changes; nothing is written."""
+    if at == "mention":
+        if not link.mentions:
+            raise ValueError(f"'{link.title}' is not named in the text; insert it at the end instead")
+        span = link.mentions[0]
+        if text[span.start:span.end] != span.surface:
+            raise ValueError("the text changed since the suggestion was made; analyse it again")
+        shown = span.surface
+        wiki = f"[[{link.link_text}]]" if shown == link.link_text else f"[[{link.link_text}|{shown}]]"
+        return text[:span.start] + wiki + text[span.end:]
+    if at != "end":
+        raise ValueError(f"at={at!r}: use 'mention' or 'end'")
+    body = text.rstrip("\n")
+    last = body.rsplit("\n", 1)[-1]
+    line = link.callout if link.callout else f"> [!edge] {link.relation.kind}: [[{link.link_text}]]"
+    if last.lstrip().startswith(">") and "[!edge]" in body[body.rfind("\n\n") + 1:]:
+        return body + "\n" + line + "\n"       # joins the callout block that already ends the draft
+    return body + "\n\n" + line + "\n"

@@ -1,0 +1,46 @@
+"""The chat's Save & Analyze rendering: the editor panel's payload and the /suggest message (pure functions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers_vault import write_vault
+
+from mindnet.ui.suggest import panel_payload, suggestions_markdown
+
+VAULT = {
+    "concepts/qdrant.md": "---\nid: qdrant\n---\n# Qdrant\n\nQdrant speichert Vektoren und Payload.\n",
+    "concepts/bm25.md": "---\nid: bm25\n---\n# BM25\n\nBM25 gewichtet Terme im Korpus.\n",
+    "projects/suche.md": "---\nid: suche\n---\n# Suche\n\nDie Suche hängt ab von Qdrant und nutzt BM25.\n",
+}
+
+
+@pytest.fixture
+def app(make_app, tmp_path: Path):
+    write_vault(tmp_path / "vault", VAULT)
+    mindnet = make_app()
+    mindnet.ingest()
+    return mindnet
+
+
+def test_the_panel_gets_each_link_with_its_mention_and_callout(app) -> None:
+    text = "Das hängt ab von Qdrant."
+    data = panel_payload(app.analyze(text=text, llm=False))
+    first = data["links"][0]
+    assert (first["title"], first["kind"], first["link_text"]) == ("Qdrant", "depends_on", "Qdrant")
+    assert text[first["mention"]["start"]:first["mention"]["end"]] == first["mention"]["surface"] == "Qdrant"
+    assert first["callout"] == "> [!edge] depends_on: [[Qdrant]]"
+
+
+def test_the_suggest_message_lists_links_and_names_the_apply_command(app) -> None:
+    text = suggestions_markdown(app.analyze(note="projects/suche.md", llm=False))
+    assert text.startswith("**Suggestions for Suche** (projects/suche.md)")
+    assert "1. `depends_on` → **BM25**" in text and "2. `depends_on` → **Qdrant**" in text
+    assert 'mindnet suggest "projects/suche.md" --apply' in text
+
+
+def test_the_suggest_message_says_when_there_is_nothing(app, tmp_path: Path) -> None:
+    text = suggestions_markdown(app.analyze(note="concepts/bm25.md", llm=False, limit=1).model_copy(
+        update={"links": []}))
+    assert "No links to suggest" in text and "--apply" not in text
