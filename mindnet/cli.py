@@ -9,6 +9,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,14 +41,16 @@ def render_import_report(report, as_json: bool, *, all_unresolved: bool = False)
         console.print_json(json.dumps(data))
         return
     t = Table(title=f"Import of {escape(data['vault'])}", show_header=False)
-    for key in ("notes", "new", "changed", "unchanged", "deleted", "edges_rewritten", "chunks", "edges"):
+    for key in ("notes", "new", "changed", "moved", "unchanged", "deleted", "edges_rewritten", "chunks", "edges"):
         t.add_row(key, str(data[key]))
     t.add_row("edges by kind", ", ".join(f"{k} {v}" for k, v in data["edges_by_kind"].items()))
     t.add_row("unresolved links", f"{data['unresolved_count']} to "
                                   f"{len(report.unresolved_targets(None))} targets")
     t.add_row("attachments", f"{data['attachments']} links to files (images, PDFs, ...)")
     t.add_row("embedding", f"{data['embedded_texts']} texts in {data['embedding_calls']} calls, "
-                           f"{data['seconds_embedding']:.2f} s")
+                           f"{data['seconds_embedding']:.2f} s; searchable after {data['seconds_phase1']:.2f} s")
+    if data["vectors_missing"]:
+        t.add_row("not embedded yet", f"{data['vectors_missing']} chunks (run the import again to add them)")
     other = data["seconds_total"] - data["seconds_embedding"]
     share = 100 * other / data["seconds_total"] if data["seconds_total"] else 0
     t.add_row("time", f"{data['seconds_total']:.2f} s total, {other:.2f} s ({share:.0f}%) besides embedding")
@@ -124,6 +127,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
+        if data["unembedded"]:
+            console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
+                          f"`mindnet ingest` or a running server adds their vectors)")
         console.print(_check_verdict(data))
     return 1 if report.broken else 0
 
@@ -142,6 +148,8 @@ def _check_verdict(data: dict) -> str:
 
 
 def render_hits(data: dict, explain: bool) -> None:
+    if (data.get("trace") or {}).get("notice"):
+        err_console.print(f"[yellow]note:[/yellow] {escape(data['trace']['notice'])}", highlight=False)
     t = Table(title=f"{data['mode']} search (query_id {data['query_id']})")
     for col in ("#", "score", "breakdown", "title", "path"):
         t.add_column(col, overflow="fold")
@@ -239,6 +247,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mindnet.api import create_app
+    from mindnet.live import LiveIndex
     from mindnet.service import Mindnet
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
@@ -248,9 +257,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
     app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
-    console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs)")
-    uvicorn.run(app, host=args.host, port=port, log_level="warning")
+    # the index follows the vault: a catch-up import in the background, then one per batch of saves
+    mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
+    following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"
+    console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs); {following}")
+    try:
+        uvicorn.run(app, host=args.host, port=port, log_level="warning")
+    finally:
+        mindnet.live.stop()
     return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from mindnet.live import LiveIndex, Reimport
+    from mindnet.service import Mindnet
+    mindnet = Mindnet(_settings(args))
+    _ = mindnet.client
+
+    def show(r: Reimport) -> None:
+        d = r.as_dict()
+        what = ", ".join(f"{k} {d[k]}" for k in ("new", "changed", "moved", "deleted") if d[k]) or "no changes"
+        console.print(f"re-imported {escape(r.label)!r} in {r.seconds:.1f} s: {what}", highlight=False)
+        for line in d["skipped"]:
+            console.print(escape(line), highlight=False)
+
+    live = LiveIndex(mindnet, watch=True)
+    live.on_reimport(show)
+    console.print(f"watching {escape(str(mindnet.settings.vault_root))} and "
+                  f"{escape(str(mindnet.settings.types_path))}; Ctrl-C stops", highlight=False)
+    shown = None
+    try:
+        live.start()
+        while True:   # Ctrl-C ends it (main reports the interruption)
+            time.sleep(1)
+            if live.error and live.error != shown:
+                err_console.print(f"[red]error:[/red] {escape(live.error)}", highlight=False)
+            shown = live.error
+    finally:
+        live.stop()
+        mindnet.close()
 
 
 # ---------------------------------------------------------------------------- feedback-report
@@ -410,7 +455,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": cmd_init,
     "suggest": cmd_suggest,
     "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "eval": cmd_eval,
-    "serve": cmd_serve, "feedback-report": cmd_feedback_report,
+    "serve": cmd_serve, "watch": cmd_watch, "feedback-report": cmd_feedback_report,
 }
 
 
@@ -477,6 +522,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="default: 8001, or 8002 with --dev")
     p.add_argument("--dev", action="store_true", help="development instance: port 8002 unless --port is given")
     p.add_argument("--no-ui", action="store_true", help="serve only the HTTP API, without the chat at /ui")
+    p.add_argument("--no-watch", action="store_true", help="do not re-import the vault when its files change")
+    p.add_argument("--no-import", action="store_true",
+                   help="do not import at start (by default what changed since the last run, or on a vault "
+                        "never imported the whole vault, is imported in the background)")
+
+    p = sub.add_parser("watch", help="follow the vault: re-import each batch of saved, moved or deleted notes")
+    p.add_argument("vault", nargs="?", help="vault folder (default: MINDNET_VAULT_ROOT or the sample vault)")
 
     p = sub.add_parser("suggest", help="suggest links (typed), type, tags and duplicates for a note or a draft")
     p.add_argument("target", help="a note of the vault (path or id), a Markdown file (a draft), or - for stdin")
