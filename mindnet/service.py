@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,9 +17,18 @@ from typing import TYPE_CHECKING
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from qdrant_client import QdrantClient
 
-from mindnet.backends import Embedder, EmbeddingCache, embedding_key, make_embedding, make_reranker
-from mindnet.errors import ImportRunningError
+from mindnet.backends import (
+    Embedder,
+    EmbeddingCache,
+    embedding_batch_size,
+    embedding_key,
+    embedding_parallel_calls,
+    make_embedding,
+    make_reranker,
+)
+from mindnet.errors import EmptyIndexError, ImportRunningError
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
+from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
 from mindnet.retrieval.query import QueryRequest
 from mindnet.retrieval.results import hit_dict, result_dict
@@ -31,6 +42,7 @@ if TYPE_CHECKING:
     from mindnet.analysis.models import AnalysisResult
     from mindnet.chat.engine import ChatEngine
     from mindnet.chat.sanitizer import NoteDraft
+    from mindnet.live import LiveIndex
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +60,16 @@ class Mindnet:
         self.settings = settings
         self._client = client
         self._embed_model = embed_model
-        # local Qdrant is one client per process: imports and searches take turns on it (a search during an
-        # import waits for it, instead of meeting half-written or dropped collections)
-        self.index_lock = threading.Lock()
+        # local Qdrant is one client per process: imports and searches take turns on it, step by step (a search
+        # never meets a half-written batch of notes, and waits for the whole of phase 1 of a full rebuild)
+        self.index_lock = threading.RLock()   # re-entrant: a full rebuild holds it across its steps
+        # one import at a time; it takes `index_lock` only for each write step, so searches run in between
+        self.import_lock = threading.Lock()
+        self.vectors_lock = threading.Lock()   # one phase 2 at a time (it may run beside a phase 1)
+        self.progress = ImportProgress()
+        self._wanted = threading.Event()       # another import waits for `import_lock`
         self._importing = False
+        self.live: LiveIndex | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
         self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
 
     @classmethod
@@ -69,12 +87,15 @@ class Mindnet:
     @cached_property
     def embedder(self) -> Embedder:
         cache = EmbeddingCache(self.settings.cache_dir / "embeddings.sqlite")
-        return Embedder(self.embed_model, embedding_key(self.settings), cache)
+        return Embedder(self.embed_model, embedding_key(self.settings), cache,
+                        batch_size=embedding_batch_size(self.settings),
+                        parallel=embedding_parallel_calls(self.settings))
 
     @cached_property
     def importer(self) -> Importer:
         return Importer(client=self.client, prefix=self.settings.collection_prefix, embedder=self.embedder,
-                        types=self.settings.types, concurrency=self.settings.embed_concurrency)
+                        types=self.settings.types, lock=self.index_lock, progress=self.progress,
+                        on_written=self._after_import, on_embedded=self._after_vectors)
 
     @cached_property
     def retriever(self) -> MindnetRetriever:
@@ -96,20 +117,56 @@ class Mindnet:
 
     def query(self, request: QueryRequest) -> dict:
         """Search, log, and return the JSON-able result (query_id, hits with breakdowns and explanations)."""
-        result = self.retriever.search(request)
+        with self._first_import_note():
+            result = self.retriever.search(request)
         return result_dict(result, self.record(request, result), explain=request.explain)
 
     async def aquery(self, request: QueryRequest) -> dict:
-        result = await self.retriever.asearch(request)
+        with self._first_import_note():
+            result = await self.retriever.asearch(request)
         return result_dict(result, self.record(request, result), explain=request.explain)
 
-    def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
+    @contextmanager
+    def _first_import_note(self) -> Iterator[None]:
+        """An empty index while the first import runs is a matter of seconds: say so, not "import first"."""
+        try:
+            yield
+        except EmptyIndexError as exc:
+            if not self.progress.as_dict()["running"]:
+                raise
+            raise EmptyIndexError(f"the first import is reading the vault ({self.progress.notes_total} notes "
+                                  f"so far); search works as soon as it has written the first notes, in a few "
+                                  f"seconds") from exc
+
+    def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None,
+               should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (), embed: bool = True
                ) -> ImportReport:
-        with self.index_lock:
+        """Import the vault: phase 1 (one import at a time; a running one yields to this one between its
+        batches), then with `embed` phase 2, unless a server's vector worker is embedding already (it picks the
+        new chunks up). Searches keep answering between the write steps of both."""
+        self._wanted.set()
+        with self.import_lock:
+            self._wanted.clear()
+
+            def stop() -> bool:
+                return self._wanted.is_set() or bool(should_stop and should_stop())
+
             try:
-                return self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress)
+                report = self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress,
+                                           should_stop=stop, first=first, embed=False)
             finally:
                 self._after_import()
+        if embed and not report.stopped_early and self.vectors_lock.acquire(blocking=False):
+            try:
+                report.absorb(self.importer.fill(should_stop=should_stop))
+            finally:
+                self.vectors_lock.release()
+        return report
+
+    def fill_vectors(self, *, should_stop: Callable[[], bool] | None = None) -> ImportReport:
+        """Phase 2 alone (a server's vector worker): embed every chunk still without a dense vector."""
+        with self.vectors_lock:
+            return self.importer.fill(should_stop=should_stop)
 
     async def aingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
                       ) -> ImportReport:
@@ -123,9 +180,19 @@ class Mindnet:
         finally:
             self._importing = False
 
+    def reload_types(self) -> None:
+        """Read the types config again (it changed on disk); the next import rebuilds the notes it affects.
+        An invalid file raises ConfigError and the config in force stays."""
+        from mindnet.settings import TypesConfig, load_yaml_model
+        types = load_yaml_model(self.settings.types_path, TypesConfig)
+        with self.import_lock:
+            self.settings.__dict__["types"] = types
+            self.__dict__.pop("importer", None)
+
     @property
     def importing(self) -> bool:
-        return self._importing
+        """An import runs: an HTTP /ingest, or the live index's phase 1 or phase 2."""
+        return self._importing or self.progress.writing or self.progress.embedding
 
     def counts(self, *, wait: bool = True) -> dict[str, int]:
         """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
@@ -161,6 +228,10 @@ class Mindnet:
 
     async def aanalyze(self, **request: object) -> AnalysisResult:
         return await asyncio.to_thread(self.analyze, **request)
+
+    def _after_vectors(self) -> None:
+        if "retriever" in self.__dict__:
+            self.retriever.vectors_changed()
 
     # ------------------------------------------------------------------ chat
 

@@ -113,6 +113,11 @@ class ExpandSettings(Strict):
     max_nodes: int = Field(400, ge=1, description="cap on graph-only candidates scored per query")
 
 
+class GraphSettings(Strict):
+    hub_degree: float = Field(10.0, gt=0, description="distinct links a note may have before each counts less: "
+                                                       "weight min(1, sqrt(hub_degree / links))")
+
+
 class HybridSettings(Strict):
     dense_prefetch: int = Field(50, ge=1, le=1000)
     sparse_prefetch: int = Field(50, ge=1, le=1000)
@@ -131,10 +136,13 @@ class AggregationSettings(Strict):
 
 class RetrieverConfig(Strict):
     mode: Literal["semantic", "hybrid"] = "hybrid"
+    group: Literal["note", "chunk"] = Field("note", description="note: top_k distinct notes, each with its best "
+                                                                 "chunk and other matching passages; chunk: chunks")
     top_k: int = Field(10, ge=1)
     max_top_k: int = Field(50, ge=1)
     scoring: ScoringWeights = ScoringWeights()
     expand: ExpandSettings = ExpandSettings()
+    graph: GraphSettings = GraphSettings()
     hybrid: HybridSettings = HybridSettings()
     rerank: RerankSettings = RerankSettings()
     aggregation: AggregationSettings = AggregationSettings()

@@ -89,8 +89,8 @@ class ChatServer:
         env.pop("CHAINLIT_APP_ROOT", None)
         return env
 
-    def start(self, timeout: float = 60.0, extra_notes: dict[str, str] | None = None, ingest: bool = True
-              ) -> ChatServer:
+    def start(self, timeout: float = 120.0, extra_notes: dict[str, str] | None = None, ingest: bool = True
+              ) -> ChatServer:   # a generous timeout: 2 cores shared by many processes
         shutil.copytree(SAMPLE_VAULT, self.vault)
         for name, text in (extra_notes or {}).items():
             (self.vault / name).write_text(text, encoding="utf-8")
@@ -99,8 +99,10 @@ class ChatServer:
             subprocess.run([*cli, "ingest", "--json"], env=self.env, cwd=self.root, check=True,
                            capture_output=True, timeout=timeout)
         self.stderr = open(self.root / "serve.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([*cli, "serve", "--port", str(self.port)], env=self.env, cwd=self.root,
-                                     stdout=self.stderr, stderr=subprocess.STDOUT)
+        # without `ingest` the index stays empty: the server must not import by itself (the UI's "Import now")
+        serve = [*cli, "serve", "--port", str(self.port)] + ([] if ingest else ["--no-import", "--no-watch"])
+        self.proc = subprocess.Popen(serve, env=self.env, cwd=self.root, stdout=self.stderr,
+                                     stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

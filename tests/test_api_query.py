@@ -35,20 +35,38 @@ def history(tmp_path: Path) -> list[dict]:
 def test_health_counts_the_collections(api: TestClient, tmp_path: Path) -> None:
     r = api.get("/health")
     assert r.status_code == 200
-    assert r.json() == {"status": "ok", "importing": False, "counts_from": "index",
-                        "collections": {"notes": 3, "chunks": 4, "edges": 1},
-                        "embedding": "ollama", "vault": "vault"}   # the folder's name, never a server path
+    body = r.json()
+    progress = body.pop("import")    # no import ran in this process
+    assert body == {"status": "ok", "importing": False, "counts_from": "index",
+                    "collections": {"notes": 3, "chunks": 4, "edges": 1},
+                    "embedding": "ollama", "vault": "vault"}   # the folder's name, never a server path
+    assert (progress["phase"], progress["running"], progress["eta_seconds"]) == ("idle", False, None)
 
 
 def test_query_returns_hits_with_breakdowns(api: TestClient) -> None:
     r = api.post("/query", json={"query": "q", "mode": "semantic", "top_k": 3})
     assert r.status_code == 200
     body = r.json()
-    assert (body["mode"], body["top_k"]) == ("semantic", 3)
-    assert [h["node_id"] for h in body["hits"]] == ["a#c01", "b#c01", "b#c02"]
+    assert (body["mode"], body["top_k"], body["group"]) == ("semantic", 3, "note")
+    assert [h["node_id"] for h in body["hits"]] == ["a#c01", "b#c01", "c#c01"]
     assert body["hits"][0]["score_breakdown"]["total"] == pytest.approx(0.9)
     assert body["hits"][0]["explanation"]["reasons"][0] == \
         "semantic match 0.900 x type 'decision' weight 1 -> 0.900"
+
+
+def test_query_groups_by_note_with_the_other_chunks_as_passages(api: TestClient) -> None:
+    body = api.post("/query", json={"query": "q", "mode": "semantic", "top_k": 2}).json()
+    assert [(h["note_id"], h["node_id"]) for h in body["hits"]] == [("a", "a#c01"), ("b", "b#c01")]
+    assert body["hits"][0]["passages"] == []
+    assert [(p["node_id"], p["ord"], round(p["score"], 4), p["text"]) for p in body["hits"][1]["passages"]] == [
+        ("b#c02", 2, 0.6, "b chunk 2")]
+
+
+def test_query_group_chunk_keeps_the_chunk_list(api: TestClient) -> None:
+    body = api.post("/query", json={"query": "q", "mode": "semantic", "top_k": 3, "group": "chunk"}).json()
+    assert body["group"] == "chunk"
+    assert [h["node_id"] for h in body["hits"]] == ["a#c01", "b#c01", "b#c02"]
+    assert all("passages" not in h for h in body["hits"])
 
 
 def test_query_without_explanations(api: TestClient) -> None:

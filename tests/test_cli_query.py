@@ -12,7 +12,7 @@ from retrieval_fixtures import NoteSpec, Q, at_cos, build_index
 from mindnet.cli import main
 
 NOTES = [NoteSpec("a", [at_cos(0.9)], type="decision", path="decisions/a.md"),
-         NoteSpec("b", [at_cos(0.7)], path="concepts/b.md"),
+         NoteSpec("b", [at_cos(0.7), at_cos(0.6)], path="concepts/b.md"),
          NoteSpec("c", [at_cos(0.5)], path="concepts/c.md")]
 
 
@@ -48,6 +48,22 @@ def test_query_options_reach_the_request(index_env: Path, capsys: pytest.Capture
                                          notes: list[str]) -> None:
     assert main(["query", "q", "--mode", "semantic", "--json", *args]) == 0
     assert [h["note_id"] for h in json.loads(capsys.readouterr().out)["hits"]] == notes
+
+
+@pytest.mark.parametrize(("args", "hits"), [
+    ([], ["a#c01", "b#c01", "c#c01"]),                       # distinct notes, b's second chunk as a passage
+    (["--group", "chunk"], ["a#c01", "b#c01", "b#c02"]),
+])
+def test_query_groups_by_note_unless_asked_for_chunks(index_env: Path, capsys: pytest.CaptureFixture[str],
+                                                      args: list[str], hits: list[str]) -> None:
+    assert main(["query", "q", "--mode", "semantic", "--top-k", "3", "--json", *args]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [h["node_id"] for h in data["hits"]] == hits
+
+
+def test_query_table_shows_the_passages_of_a_note(index_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["query", "q", "--mode", "semantic"]) == 0
+    assert "B (+1 passages)" in capsys.readouterr().out
 
 
 def test_query_can_run_twice_in_one_process(index_env: Path, capsys: pytest.CaptureFixture[str]) -> None:

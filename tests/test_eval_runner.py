@@ -18,8 +18,7 @@ DOCS = [("d1", "Apple", "apple apple orchard"), ("d2", "Banana", "banana banana"
         ("d5", "Split", "banana fig"), ("d6", "Fig", "fig fig")]
 # q1 finds d1 first; q2's relevant d5 (banana + fig) ranks 2nd behind d2 (banana only)
 QUERIES = {"q1": ("apple", "d1"), "q2": ("banana", "d5")}
-METRIC_KEYS = ["ndcg@10", "recall@2", "recall@5", "recall@10", "recall@100", "mrr", "latency_ms",
-               "latency_ratio"]
+METRIC_KEYS = ["ndcg@10", "recall@1", "recall@5", "recall@10", "mrr@10", "dup@5", "latency_ms", "latency_ratio"]
 
 
 def keyword_embedding(text: str) -> list[float]:
@@ -55,8 +54,8 @@ def beir_run(tmp_path, fake_ollama):
 
 def test_report_has_every_metric_for_each_mode_and_the_plain_retriever(beir_run) -> None:
     data = beir_run().as_dict()
-    assert (data["docs"], data["queries"], data["top_k"]) == (6, 2, 100)
-    assert list(data["modes"]) == ["semantic", "hybrid-nograph", "hybrid", PLAIN]
+    assert (data["docs"], data["queries"], data["top_k"]) == (6, 2, 20)
+    assert list(data["modes"]) == ["semantic", "hybrid-d0", "hybrid-d1", "hybrid-d2", PLAIN]
     for figures in data["modes"].values():
         assert list(figures) == METRIC_KEYS
         assert list(figures["latency_ms"]) == ["median", "p95"]
@@ -66,10 +65,10 @@ def test_report_has_every_metric_for_each_mode_and_the_plain_retriever(beir_run)
 def test_semantic_metrics_are_exact_and_match_the_plain_retriever(beir_run) -> None:
     modes = beir_run(modes=["semantic"]).modes
     # q1: d1 at rank 1; q2: d5 at rank 2 -> MRR (1 + 1/2) / 2, nDCG@10 (1 + 1/log2(3)) / 2
-    assert modes["semantic"]["mrr"] == 0.75
+    assert modes["semantic"]["mrr@10"] == 0.75
     assert modes["semantic"]["ndcg@10"] == pytest.approx((1 + 1 / math.log2(3)) / 2, abs=1e-12)
-    assert modes["semantic"]["recall@2"] == 1.0
-    for key in ("ndcg@10", "recall@2", "mrr"):
+    assert (modes["semantic"]["recall@1"], modes["semantic"]["recall@5"]) == (0.5, 1.0)
+    for key in ("ndcg@10", "recall@1", "recall@5", "mrr@10", "dup@5"):
         assert modes[PLAIN][key] == modes["semantic"][key]
 
 
@@ -87,5 +86,24 @@ def test_each_document_is_one_chunk_of_the_eval_type(beir_run, tmp_path) -> None
 
 
 def test_unknown_mode_is_rejected_with_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="semantic,hybrid-nograph,hybrid"):
+    with pytest.raises(ConfigError, match="semantic,hybrid-d0,hybrid-d1,hybrid-d2"):
         parse_modes("semantic,graph")
+
+
+@pytest.mark.parametrize(("text", "depth", "modes"), [
+    ("hybrid", 1, ["hybrid-d1"]), ("hybrid", 2, ["hybrid-d2"]), ("hybrid-nograph,semantic", 1,
+                                                                ["hybrid-d0", "semantic"])])
+def test_older_mode_names_still_work(text: str, depth: int, modes: list[str]) -> None:
+    assert parse_modes(text, depth) == modes
+
+
+def test_injected_mocs_link_random_documents_and_are_counted_in_the_top_10(beir_run, tmp_path) -> None:
+    report = beir_run(modes=["hybrid-d1"], inject=2, seed=3, keep=True)
+    work = tmp_path / "work-mocs2-seed3"
+    mocs = sorted(p.name for p in (work / "vault").glob("moc-*.md"))
+    assert mocs == ["moc-01.md", "moc-02.md"]
+    text = (work / "vault" / "moc-01.md").read_text(encoding="utf-8")
+    assert text.count("- [[d") == 6            # 50-200 links, capped at the corpus size
+    assert report.import_report["notes"] == 8
+    assert report.mocs["count"] == 2 and report.mocs["links"] == 12
+    assert set(report.mocs["queries_with_moc_in_top10"]) == {"hybrid-d1", PLAIN}

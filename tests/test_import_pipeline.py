@@ -264,7 +264,7 @@ def test_unresolved_link_heals_when_a_matching_note_is_added(tmp_path, make_app)
         ("wrong_dim", "n.md: backend returned a 65-d vector, expected 64-d"),
     ],
 )
-def test_bad_vector_aborts_the_note_and_keeps_its_previous_version(
+def test_bad_vector_leaves_the_new_text_searchable_by_keywords_until_it_is_embedded(
     tmp_path, make_app, fake_ollama, mode, message
 ) -> None:
     write_vault(tmp_path / "vault", {"n.md": "# N\n\nfirst version", "m.md": "# M\n\nstays"})
@@ -278,13 +278,16 @@ def test_bad_vector_aborts_the_note_and_keeps_its_previous_version(
         else ([] if mode == "empty" else [*original(text), 0.0])
     )
     report = app.ingest()
-    assert [str(i) for i in report.skipped] == [
-        f"error: n.md: {message}; the previous version stays in the index"
+    assert [str(i) for i in report.warnings] == [
+        f"warning: n.md: 1 chunk(s) not embedded: {message}; found by keywords and links until an import "
+        f"embeds them"
     ]
-    assert sorted(stored_chunk_texts(app).values()) == ["# M\n\nstays", "# N\n\nfirst version"]
-    fake_ollama.embed_fn = original
-    assert app.ingest().changed == 1
+    assert (report.changed, report.skipped, report.vectors_missing) == (1, [], 1)
     assert sorted(stored_chunk_texts(app).values()) == ["# M\n\nstays", "# N\n\nsecond version"]
+    assert check_index(app.client, "t").as_dict()["unembedded"] == 1
+    fake_ollama.embed_fn = original
+    again = app.ingest()      # nothing changed in the vault: only the missing vector is added
+    assert (again.changed, again.embedded_texts, again.vectors_missing) == (0, 1, 0)
 
 
 def test_dimension_differing_from_the_collection_stops_the_import_until_full(
@@ -304,20 +307,30 @@ def test_dimension_differing_from_the_collection_stops_the_import_until_full(
     assert (report.new, report.skipped, report.embedded_texts) == (2, [], 2)
 
 
-def test_ollama_down_midway_names_failed_notes_and_the_next_run_finishes(
+def test_ollama_down_midway_leaves_every_note_searchable_and_the_next_run_embeds_the_rest(
     sample, make_app, fake_ollama, monkeypatch
 ) -> None:
-    from mindnet.indexing import pipeline
-    monkeypatch.setattr(pipeline, "BATCH_NOTES", 16)   # two batches: the server dies after the first
+    from mindnet.indexing import vectors
+    embed_many = vectors.Embedder.aembed_many
+    calls = []
+
+    async def dies_after_the_first_batch(self, texts, **kwargs):
+        calls.append(len(texts))
+        if len(calls) == 2:
+            fake_ollama.stop()
+        return await embed_many(self, texts, **kwargs)
+
+    monkeypatch.setattr(vectors.Embedder, "aembed_many", dies_after_the_first_batch)
     app = make_app()
-    report = app.ingest(progress=lambda done, total, path: fake_ollama.stop())  # dies after the first batch
-    failed = sorted(i.path for i in report.skipped if "failed" in i.message)
-    assert (report.new, len(failed)) == (16, 14)
-    assert "embedding backend ollama:nomic-embed-text failed" in report.skipped[-1].message
+    report = app.ingest()
+    missing = 88 - calls[0]
+    assert (report.new, report.vectors_missing, report.skipped) == (30, missing, [])
+    assert report.warnings[-1].message.startswith(f"{missing} chunks are not embedded yet: ")
+    assert "embedding backend ollama:nomic-embed-text failed" in report.warnings[-1].message
+    assert len(stored(app, "chunks", "chunk_id")) == 88          # phase 1 wrote every note
     fake_ollama.start()
     again = app.ingest()
-    assert (again.new, again.unchanged, again.skipped) == (14, 16, [])
-    assert len(stored(app, "chunks", "chunk_id")) == 88
+    assert (again.new, again.unchanged, again.embedded_texts, again.vectors_missing) == (0, 30, missing, 0)
     assert check_index(app.client, "t").broken is False
 
 
@@ -364,13 +377,13 @@ def test_second_process_on_the_same_qdrant_folder_is_told_who_holds_it(tmp_path)
 
 
 def test_one_bad_vector_in_a_shared_embedding_call_fails_only_its_note(tmp_path, make_app, fake_ollama) -> None:
-    # make_app's concurrency puts several notes into one backend call; the bad one must fail alone
+    # several notes share one backend call; the bad one must fail alone (the call is split until it stands alone)
     files = {f"n{i}.md": f"# N{i}\n\ntext {i}" for i in range(12)} | {"bad.md": "# Bad\n\npoison"}
     write_vault(tmp_path / "vault", files)
     original = fake_ollama.embed_fn
     fake_ollama.embed_fn = lambda text: [] if "poison" in text else original(text)
     report = make_app().ingest()
-    assert (report.new, [i.path for i in report.skipped]) == (12, ["bad.md"])
+    assert (report.new, report.vectors_missing, [i.path for i in report.warnings]) == (13, 1, ["bad.md"])
     assert fake_ollama.count("/api/embed") < 12   # the good notes were embedded in shared calls
 
 

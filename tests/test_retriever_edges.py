@@ -16,9 +16,11 @@ EDGES = [link("a", "c"), link("b", "c", kind="depends_on", confidence=0.95, rule
 @pytest.mark.parametrize(("mode", "edge_weight", "centrality_weight", "order"), [
     ("semantic", 0.3, 0.2, ["a", "b", "c", "far"]),
     ("hybrid", 0.0, 0.0, ["a", "b", "c", "far"]),      # no bonus: the fused similarity alone
-    ("hybrid", 0.3, 0.0, ["c", "a", "b", "far"]),      # c: 0.444 + 0.3 * 0.4875 = 0.591 > a: 0.5
-    ("hybrid", 0.0, 0.2, ["c", "a", "b", "far"]),      # c is the most central node: 0.444 + 0.2 > a
-    ("hybrid", 0.3, 0.2, ["c", "a", "b", "far"]),
+    # c: 0.444 + 0.3 * 0.1324 = 0.484 passes b (0.472); with centrality it would pass a (0.5), the better hit
+    # linking to it, so it stops just below a
+    ("hybrid", 0.3, 0.0, ["a", "c", "b", "far"]),
+    ("hybrid", 0.0, 0.2, ["a", "c", "b", "far"]),      # 0.444 + 0.2 * 0.2515 = 0.495 passes b
+    ("hybrid", 0.3, 0.2, ["a", "c", "b", "far"]),
 ])
 def test_bonuses_change_the_ranking_in_hybrid_mode(mode: str, edge_weight: float, centrality_weight: float,
                                                    order: list[str]) -> None:
@@ -28,13 +30,22 @@ def test_bonuses_change_the_ranking_in_hybrid_mode(mode: str, edge_weight: float
 
 
 def test_edge_bonus_worked_numbers() -> None:
-    # seeds: a, b, c, far (all four candidates); edges into c from seeds: 1.0 + 0.95 -> (1.0 + 0.95) / 4
-    nodes = make_retriever(NOTES, EDGES).search(QueryRequest(query="q", mode="hybrid")).nodes
+    # seeds with evidence a, b, c (S_sem 0.5, 0.4722, 0.4444; far scores 0 and is no hit): K = 3. Links into c
+    # from a (1.0, relevance 1) and b (0.95, relevance 0.4722 / 0.5); 2 of the 4 notes link to c, so chance
+    # gives K * 2 / 4 = 1.5 linkers: B_edge = (1.0 + 0.95 * 0.94444 - 1.5) / 3 = 0.132407.
+    # B_cent: the walk restarting at a, b, c reaches c over links with r_a + r_b = 0.433437, damped by c's
+    # global PageRank 1.723404 (a -> c, b -> c) -> 0.251501.
+    # Uncapped 0.444444 + 0.3 * 0.132407 + 0.2 * 0.251501 = 0.534466 > a's 0.5, so both bonuses are scaled by
+    # (0.5 - 1e-6 - 0.444444) / 0.090022 = 0.617120.
+    cfg = config(**{"scoring.edge_weight": 0.3, "scoring.centrality_weight": 0.2})
+    nodes = make_retriever(NOTES, EDGES, cfg=cfg).search(QueryRequest(query="q", mode="hybrid")).nodes
     b = {n.node.metadata["note_id"]: n.node.metadata["score_breakdown"] for n in nodes}
-    assert (b["c"]["edge_bonus"], b["c"]["edge_term"]) == (pytest.approx(0.4875), pytest.approx(0.14625))
-    assert (b["a"]["edge_bonus"], b["b"]["edge_bonus"]) == (0.0, 0.0)
-    assert b["c"]["centrality_bonus"] == pytest.approx(1.0)
-    assert b["c"]["total"] == pytest.approx(0.5 * 0.8 / 0.9 + 0.14625 + 0.2)
+    scale = (0.5 - 1e-6 - 4 / 9) / (0.3 * 0.132407 + 0.2 * 0.251501)
+    assert b["c"]["graph_scale"] == pytest.approx(scale, abs=1e-5)
+    assert b["c"]["edge_bonus"] == pytest.approx(0.132407 * scale, abs=1e-5)
+    assert b["c"]["centrality_bonus"] == pytest.approx(0.251501 * scale, abs=1e-5)
+    assert b["c"]["total"] == pytest.approx(0.5 - 1e-6)
+    assert (b["a"]["edge_bonus"], b["b"]["edge_bonus"], b["a"]["centrality_bonus"]) == (0.0, 0.0, 0.0)
 
 
 def test_depth_zero_hybrid_has_no_bonus() -> None:
@@ -67,4 +78,6 @@ def test_explanation_leaves_out_edge_types_not_followed() -> None:
         QueryRequest(query="q", mode="hybrid", expand={"edge_types": ["references"]})).nodes
     c = next(n for n in nodes if n.node.metadata["note_id"] == "c").node.metadata
     assert [e["other_id"] for e in c["explanation"]["incoming"]] == ["a"]
-    assert c["score_breakdown"]["edge_bonus"] == pytest.approx(0.25)
+    # only a -> c is followed: 1.0 linker is less than chance gives c (3 seeds x 2 of 4 notes link to c)
+    assert c["score_breakdown"]["edge_bonus"] == 0.0
+    assert c["explanation"]["graph"]["linked_from"] == ["a"]

@@ -206,7 +206,8 @@ class RagStrategyEngine(StrategyEngine):
         expand = ExpandRequest(depth=cfg.expand_depth if r.expand_depth is None else r.expand_depth,
                                edge_types=r.edge_types)
         primary = QueryRequest(query=r.message, search_text=search_text if search_text != r.message.strip()
-                               else None, mode=r.mode or cfg.mode, top_k=r.top_k or cfg.top_k, expand=expand)
+                               else None, mode=r.mode or cfg.mode, top_k=r.top_k or cfg.top_k, expand=expand,
+                               group="chunk")   # group_by_note joins a note's chunks into one source itself
         if not self.strategy.inject_types:
             return primary, None
         inject = primary.model_copy(update={"top_k": cfg.inject_top_k, "expand": ExpandRequest(depth=0),

@@ -91,3 +91,25 @@ def latency_summary(seconds: Sequence[float]) -> dict[str, float]:
         return {"median": values[0], "p95": values[0]}
     return {"median": statistics.median(values),
             "p95": statistics.quantiles(values, n=100, method="inclusive")[94]}
+
+
+def dup_at_k(ranked_ids: Sequence[str], k: int = 5) -> float:
+    """Share of the first k result slots that repeat an id already listed above (several chunks of one note
+    shown as separate hits); 0 for a ranking of distinct notes."""
+    _check_k(k)
+    head = list(ranked_ids)[:k]
+    return (len(head) - len(set(head))) / len(head) if head else 0.0
+
+
+NOTE_LEVEL = {"ndcg_ks": (10,), "recall_ks": (1, 5, 10), "mrr_k": 10}
+
+
+def note_level(runs: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]],
+               raw: Mapping[str, Sequence[str]] | None = None) -> dict[str, float]:
+    """The figures `mindnet eval` reports: nDCG@10, R@1/5/10, MRR@10 over distinct notes, and dup@5 over the
+    raw result list (`raw`: note id of every returned item in order; `runs` when not given)."""
+    figures = aggregate(runs, qrels, **NOTE_LEVEL)
+    figures["mrr@10"] = figures.pop("mrr")
+    raw = raw if raw is not None else runs
+    figures["dup@5"] = sum(dup_at_k(raw.get(q, ()), 5) for q in qrels) / len(qrels)
+    return figures

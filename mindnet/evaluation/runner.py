@@ -7,10 +7,14 @@ The eval vault gets its own types config (a copy of the user's, plus a type `eva
 document in one chunk and whose retriever weight is 1): BEIR documents are the retrieval unit, and the
 published baselines embed each document once (the model truncates long ones).
 
-Every test query runs in each mode (`semantic`, `hybrid-nograph` = hybrid at expand depth 0, `hybrid` = the
-configured depth) and through a plain LlamaIndex `VectorIndexRetriever` over the same collection and embedding
-model (`plain`), interleaved query by query, so latency ratios are measured under the same machine load.
-Chunk hits map to document ids by their note id (best chunk per note).
+Every test query runs in each mode (`semantic`, `hybrid-d0`/`-d1`/`-d2` = hybrid at expand depth 0, 1, 2) and
+through a plain LlamaIndex `VectorIndexRetriever` over the same collection and embedding model (`plain`),
+interleaved query by query, so latency ratios are measured under the same machine load. Figures are at note
+level (nDCG@10, R@1/5/10, MRR@10 over distinct notes, each at its best chunk's rank) plus dup@5, the share of
+the top-5 result slots that repeat a note already listed.
+
+`run_vault_eval` does the same for a real vault (its own types, profiles and links) with a question file
+(`vault_queries`); `inject` adds Maps of Content to a benchmark vault (`mocs`) to test robustness against hubs.
 """
 
 from __future__ import annotations
@@ -31,19 +35,22 @@ from threadpoolctl import ThreadpoolController
 
 from mindnet.errors import ConfigError
 from mindnet.evaluation.beir import BeirDataset, load_beir, write_as_vault
-from mindnet.evaluation.metrics import aggregate, latency_summary
+from mindnet.evaluation.metrics import latency_summary, note_level
+from mindnet.evaluation.mocs import inject_mocs, is_moc
+from mindnet.evaluation.vault_queries import gold_qrels, load_questions, make_questions, write_questions
 from mindnet.indexing.pipeline import chunk_vector_store
 from mindnet.indexing.report import ImportReport
 from mindnet.retrieval.query import ExpandRequest, QueryRequest
 from mindnet.retrieval.retriever import MindnetRetriever
 from mindnet.service import Mindnet
 from mindnet.settings import RetrieverConfig, Settings, TypesConfig
+from mindnet.store.collections import names, scroll_points
 
 log = logging.getLogger(__name__)
 
 EVAL_TYPE = "eval_doc"
 EVAL_PREFIX = "eval"
-TOP_K = 100
+TOP_K = 20
 PLAIN = "plain"
 _BLAS = ThreadpoolController()
 
@@ -51,16 +58,28 @@ _BLAS = ThreadpoolController()
 @dataclass(frozen=True)
 class ModeSpec:
     mode: str
-    depth: int | None          # None: the configured expand depth
+    depth: int
 
 
 MODES: dict[str, ModeSpec] = {
     "semantic": ModeSpec("semantic", 0),
-    "hybrid-nograph": ModeSpec("hybrid", 0),
-    "hybrid": ModeSpec("hybrid", None),
+    "hybrid-d0": ModeSpec("hybrid", 0),
+    "hybrid-d1": ModeSpec("hybrid", 1),
+    "hybrid-d2": ModeSpec("hybrid", 2),
 }
+ALIASES = {"hybrid-nograph": "hybrid-d0"}     # older name; "hybrid" means the configured depth
+DEFAULT_MODES = ",".join(MODES)
 
 Progress = Callable[[str, int, int], None]      # (stage, done, total)
+
+
+@dataclass
+class EvalTarget:
+    """What is measured: question texts by id and graded gold notes per question."""
+
+    name: str
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
 
 
 @dataclass
@@ -74,23 +93,31 @@ class EvalReport:
     depth: int
     import_report: dict[str, Any]
     modes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mocs: dict[str, Any] | None = None
+    top3: dict[str, dict[str, list[str]]] = field(default_factory=dict)   # mode -> query id -> first 3 notes
 
     def as_dict(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "embedding": self.embedding, "docs": self.docs,
-                "queries": self.queries, "top_k": self.top_k, "depth": self.depth, "work_dir": self.work_dir,
-                "import": self.import_report, "modes": self.modes}
+        out = {"dataset": self.dataset, "embedding": self.embedding, "docs": self.docs,
+               "queries": self.queries, "top_k": self.top_k, "depth": self.depth, "work_dir": self.work_dir,
+               "import": self.import_report, "modes": self.modes}
+        if self.mocs is not None:
+            out["mocs"] = self.mocs
+        out["top3"] = self.top3
+        return out
 
 
 # --------------------------------------------------------------------------- set-up
 
 
-def parse_modes(text: str) -> list[str]:
-    """'semantic,hybrid' -> ['semantic', 'hybrid']; unknown names raise ConfigError."""
-    modes = [m.strip() for m in text.split(",") if m.strip()]
+def parse_modes(text: str, configured_depth: int = 1) -> list[str]:
+    """'semantic,hybrid-d1' -> ['semantic', 'hybrid-d1']; 'hybrid' is the configured depth; unknown names
+    raise ConfigError."""
+    aliases = {**ALIASES, "hybrid": f"hybrid-d{configured_depth}"}
+    modes = [aliases.get(m.strip(), m.strip()) for m in text.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
         raise ConfigError(f"--modes {text!r}: unknown or empty {unknown}; use a comma-separated subset of "
-                          f"{','.join(MODES)}")
+                          f"{DEFAULT_MODES} (or 'hybrid' for the configured depth)")
     return list(dict.fromkeys(modes))
 
 
@@ -112,15 +139,29 @@ def default_work_dir(dataset_folder: Path, embedding: str) -> Path:
 
 def eval_settings(base: Settings, work_dir: Path, *, embedding: str,
                   qdrant_path: Path | None = None) -> Settings:
-    """Settings for the eval index: its own vault, Qdrant folder, cache, logs and generated types config."""
+    """Settings for the eval index: its own vault, Qdrant folder, logs and generated types config; the embedding
+    cache is the user's (keyed by model and text, so a benchmark re-run or an eval of the vault you imported
+    embeds nothing new)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     types_path = work_dir / "types.yaml"
     types_path.write_text(yaml.safe_dump(eval_types(base.types).model_dump(mode="json"), sort_keys=False,
                                          allow_unicode=True), encoding="utf-8")
     values = base.model_dump()
     values.update(embedding=embedding, vault_root=work_dir / "vault",
-                  qdrant_path=qdrant_path or work_dir / "qdrant", cache_dir=work_dir / "cache",
-                  log_dir=work_dir / "logs", collection_prefix=EVAL_PREFIX, types_config=types_path,
+                  qdrant_path=qdrant_path or work_dir / "qdrant", log_dir=work_dir / "logs",
+                  collection_prefix=EVAL_PREFIX, types_config=types_path,
+                  retriever_config=base.retriever_path, qdrant_url=None)
+    return Settings(**values)
+
+
+def vault_settings(base: Settings, vault: Path, work_dir: Path, *, embedding: str,
+                   qdrant_path: Path | None = None) -> Settings:
+    """Settings for evaluating a real vault: its own types and links as the user imports it, into a separate
+    Qdrant folder (the user's index is not touched)."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    values = base.model_dump()
+    values.update(embedding=embedding, vault_root=vault, qdrant_path=qdrant_path or work_dir / "qdrant",
+                  log_dir=work_dir / "logs", collection_prefix=EVAL_PREFIX, types_config=base.types_path,
                   retriever_config=base.retriever_path, qdrant_url=None)
     return Settings(**values)
 
@@ -133,19 +174,19 @@ def eval_retriever_config(config: RetrieverConfig, top_k: int = TOP_K) -> Retrie
 # --------------------------------------------------------------------------- running
 
 
+def note_ids(nodes: Sequence[NodeWithScore]) -> list[str]:
+    """The note id of every returned item, in order (a note twice when two of its chunks were returned)."""
+    return [str(n.node.metadata.get("note_id") or n.node.node_id) for n in nodes]
+
+
 def doc_ranking(nodes: Sequence[NodeWithScore]) -> list[str]:
     """Document ids best first: a chunk's note id, each note at its best chunk's rank."""
-    ranking: dict[str, None] = {}
-    for n in nodes:
-        note_id = n.node.metadata.get("note_id")
-        if note_id:
-            ranking.setdefault(str(note_id), None)
-    return list(ranking)
+    return list(dict.fromkeys(note_ids(nodes)))
 
 
 def _request(query: str, spec: ModeSpec, top_k: int) -> QueryRequest:
-    expand = None if spec.depth is None else ExpandRequest(depth=spec.depth)
-    return QueryRequest(query=query, mode=spec.mode, top_k=top_k, expand=expand, explain=False)
+    return QueryRequest(query=query, mode=spec.mode, top_k=top_k, expand=ExpandRequest(depth=spec.depth),
+                        explain=False)
 
 
 def _timed(fn: Callable[[], list[NodeWithScore]]) -> tuple[list[str], float]:
@@ -153,42 +194,55 @@ def _timed(fn: Callable[[], list[NodeWithScore]]) -> tuple[list[str], float]:
         start = time.perf_counter()
         nodes = fn()
         seconds = time.perf_counter() - start
-    return doc_ranking(nodes), seconds
+    return note_ids(nodes), seconds
 
 
-def run_queries(dataset: BeirDataset, retriever: MindnetRetriever, plain: VectorIndexRetriever,
-                modes: Sequence[str], *, top_k: int = TOP_K, progress: Progress | None = None
-                ) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[float]]]:
+@dataclass
+class Runs:
+    raw: dict[str, dict[str, list[str]]]           # mode -> query id -> note id of every returned item
+    seconds: dict[str, list[float]]
+
+    def ranking(self, mode: str) -> dict[str, list[str]]:
+        return {q: list(dict.fromkeys(ids)) for q, ids in self.raw[mode].items()}
+
+
+def run_queries(target: EvalTarget, retriever: MindnetRetriever, plain: VectorIndexRetriever,
+                modes: Sequence[str], *, top_k: int = TOP_K, progress: Progress | None = None) -> Runs:
     """Rankings and latencies per mode (plus `plain`); the modes of one query run back to back, in an order
     rotated from query to query so no mode always pays for a cold cache."""
     runners: dict[str, Callable[[str], list[NodeWithScore]]] = {
         name: (lambda q, s=MODES[name]: retriever.search(_request(q, s, top_k)).nodes) for name in modes}
     runners[PLAIN] = plain.retrieve
     names = list(runners)
-    runs: dict[str, dict[str, list[str]]] = {name: {} for name in names}
-    seconds: dict[str, list[float]] = {name: [] for name in names}
-    total = len(dataset.queries)
-    for i, (query_id, text) in enumerate(dataset.queries.items()):
+    runs = Runs(raw={name: {} for name in names}, seconds={name: [] for name in names})
+    total = len(target.queries)
+    for i, (query_id, text) in enumerate(target.queries.items()):
         for name in names[i % len(names):] + names[: i % len(names)]:
-            ranking, took = _timed(lambda name=name, text=text: runners[name](text))
-            runs[name][query_id] = ranking
-            seconds[name].append(took)
+            ids, took = _timed(lambda name=name, text=text: runners[name](text))
+            runs.raw[name][query_id] = ids
+            runs.seconds[name].append(took)
         if progress:
             progress("queries", i + 1, total)
-    return runs, seconds
+    return runs
 
 
-def summarise(dataset: BeirDataset, runs: dict[str, dict[str, list[str]]],
-              seconds: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
-    """Metrics and latency (ms) per mode; `latency_ratio` divides by the plain retriever's figures."""
-    plain = latency_summary(seconds[PLAIN])
+def summarise(target: EvalTarget, runs: Runs) -> dict[str, dict[str, Any]]:
+    """Note-level metrics and latency (ms) per mode; `latency_ratio` divides by the plain retriever's figures."""
+    plain = latency_summary(runs.seconds[PLAIN])
     out: dict[str, dict[str, Any]] = {}
-    for name, run in runs.items():
-        lat = latency_summary(seconds[name])
-        out[name] = {**aggregate(run, dataset.qrels),
+    for name in runs.raw:
+        lat = latency_summary(runs.seconds[name])
+        out[name] = {**note_level(runs.ranking(name), target.qrels, runs.raw[name]),
                      "latency_ms": {k: round(1000 * v, 2) for k, v in lat.items()},
                      "latency_ratio": {k: round(lat[k] / plain[k], 3) if plain[k] else 0.0 for k in lat}}
     return out
+
+
+def moc_figures(target: EvalTarget, runs: Runs, mocs: dict[str, list[str]]) -> dict[str, Any]:
+    """Per mode, the share of queries with an index note in the top 10."""
+    share = {name: round(sum(any(is_moc(n) for n in ranking[:10]) for ranking in runs.ranking(name).values())
+                         / max(1, len(target.queries)), 4) for name in runs.raw}
+    return {"count": len(mocs), "links": sum(len(v) for v in mocs.values()), "queries_with_moc_in_top10": share}
 
 
 def limit_queries(dataset: BeirDataset, limit: int | None) -> BeirDataset:
@@ -202,38 +256,92 @@ def limit_queries(dataset: BeirDataset, limit: int | None) -> BeirDataset:
                        qrels={q: dataset.qrels[q] for q in keep})
 
 
+def _measure(app: Mindnet, settings: Settings, target: EvalTarget, modes: Sequence[str],
+             progress: Progress | None) -> tuple[Runs, int]:
+    config = eval_retriever_config(settings.retriever)
+    kinds = {k for spec in settings.types.types.values() for k in spec.edge_defaults}
+    retriever = MindnetRetriever(client=app.client, embed_model=app.embed_model, config=config,
+                                 prefix=settings.collection_prefix, known_edge_kinds=kinds)
+    index = VectorStoreIndex.from_vector_store(chunk_vector_store(app.client, settings.collection_prefix),
+                                               embed_model=app.embed_model)
+    plain = VectorIndexRetriever(index=index, similarity_top_k=TOP_K)
+    return run_queries(target, retriever, plain, modes, progress=progress), config.expand.depth
+
+
+def _import_progress(progress: Progress | None) -> Any:
+    return (lambda d, t, _p: progress("import", d, t)) if progress else None
+
+
 def run_eval(folder: str | Path, *, base: Settings, embedding: str | None = None,
              modes: Sequence[str] = tuple(MODES), limit: int | None = None, work_dir: Path | None = None,
              qdrant_path: Path | None = None, keep: bool = False, split: str = "test",
-             progress: Progress | None = None) -> EvalReport:
-    """Import (incrementally) and evaluate; returns the figures. Without `keep` the written notes are removed
-    after the import (the Qdrant folder and the embedding cache always stay, for the next run)."""
+             inject: int = 0, seed: int = 1, progress: Progress | None = None) -> EvalReport:
+    """Import (incrementally) a BEIR folder as a vault and evaluate; returns the figures. With `inject`, that many
+    index notes (Maps of Content) linking 50-200 random documents are added first (their own work folder).
+    Without `keep` the written notes are removed after the import (the Qdrant folder stays, for the next run)."""
     folder = Path(folder)
     embedding = embedding or base.embedding
     dataset = limit_queries(load_beir(folder, split), limit)
     work = work_dir or default_work_dir(folder, embedding)
+    if inject:
+        work = work.with_name(f"{work.name}-mocs{inject}-seed{seed}")
     settings = eval_settings(base, work, embedding=embedding, qdrant_path=qdrant_path)
     write_as_vault(dataset, settings.vault_root)
+    mocs = inject_mocs(dataset, settings.vault_root, count=inject, seed=seed) if inject else None
+    target = EvalTarget(dataset.name, dataset.queries, dataset.qrels)
     app = Mindnet(settings)
     try:
-        report = app.ingest(settings.vault_root, progress=(lambda d, t, _p: progress("import", d, t))
-                            if progress else None)
+        report = app.ingest(settings.vault_root, progress=_import_progress(progress))
         if not keep:
             shutil.rmtree(settings.vault_root, ignore_errors=True)
-        config = eval_retriever_config(settings.retriever)
-        kinds = {k for spec in settings.types.types.values() for k in spec.edge_defaults}
-        retriever = MindnetRetriever(client=app.client, embed_model=app.embed_model, config=config,
-                                     prefix=settings.collection_prefix, known_edge_kinds=kinds)
-        index = VectorStoreIndex.from_vector_store(chunk_vector_store(app.client, settings.collection_prefix),
-                                                   embed_model=app.embed_model)
-        plain = VectorIndexRetriever(index=index, similarity_top_k=TOP_K)
-        runs, seconds = run_queries(dataset, retriever, plain, modes, progress=progress)
+        runs, depth = _measure(app, settings, target, modes, progress)
     finally:
         app.close()
     return EvalReport(dataset=dataset.name, embedding=embedding, docs=len(dataset.corpus),
-                      queries=len(dataset.queries), top_k=TOP_K, work_dir=str(work),
-                      depth=config.expand.depth,
-                      import_report=_import_figures(report), modes=summarise(dataset, runs, seconds))
+                      queries=len(dataset.queries), top_k=TOP_K, work_dir=str(work), depth=depth,
+                      import_report=_import_figures(report), modes=summarise(target, runs),
+                      mocs=moc_figures(target, runs, mocs) if mocs is not None else None, top3=top3(runs))
+
+
+def run_vault_eval(vault: str | Path, *, base: Settings, queries: str | Path | None = None,
+                   make_queries: str | Path | None = None, embedding: str | None = None,
+                   modes: Sequence[str] = tuple(MODES), work_dir: Path | None = None,
+                   qdrant_path: Path | None = None, progress: Progress | None = None) -> EvalReport:
+    """Import a real vault as the user would (its types, profiles, links) into a separate index and evaluate the
+    questions of `queries`, or of a known-item set built from the vault and written to `make_queries`."""
+    vault = Path(vault)
+    if not vault.is_dir():
+        raise ConfigError(f"--vault {vault}: not a folder; pass your vault's folder")
+    if (queries is None) == (make_queries is None):
+        raise ConfigError("mindnet eval --vault needs exactly one of --queries FILE.jsonl or --make-queries "
+                          "OUT.jsonl")
+    embedding = embedding or base.embedding
+    if make_queries is not None:
+        questions = make_questions(vault, base.types)
+        write_questions(questions, make_queries)
+        source = str(make_queries)
+    else:
+        questions = load_questions(queries)
+        source = str(queries)
+    work = work_dir or Path("data") / "eval" / f"vault-{vault.resolve().name}-{embedding}"
+    settings = vault_settings(base, vault, work, embedding=embedding, qdrant_path=qdrant_path)
+    app = Mindnet(settings)
+    try:
+        report = app.ingest(vault, progress=_import_progress(progress))
+        paths = {str(p.payload.get("path")): str(p.payload.get("note_id"))
+                 for p in scroll_points(app.client, names(settings.collection_prefix)["notes"],
+                                        fields=["path", "note_id"])}
+        target = EvalTarget(vault.name, {q.id: q.text for q in questions}, gold_qrels(questions, paths, source))
+        runs, depth = _measure(app, settings, target, modes, progress)
+    finally:
+        app.close()
+    return EvalReport(dataset=vault.name, embedding=embedding, docs=len(paths), queries=len(questions),
+                      top_k=TOP_K, work_dir=str(work), depth=depth, import_report=_import_figures(report),
+                      modes=summarise(target, runs), top3=top3(runs))
+
+
+def top3(runs: Runs) -> dict[str, dict[str, list[str]]]:
+    return {name: {q: ids[:3] for q, ids in runs.ranking(name).items()} for name in runs.raw}
 
 
 def _import_figures(report: ImportReport) -> dict[str, Any]:

@@ -106,6 +106,10 @@ def derive_edges(note: Note, nodes: list[TextNode], resolver: LinkResolver, type
             edges.append(Edge(nxt, cid, "prev", "structure:order", conf.structural, note.note_id))
         linked: set[str] = {note.note_id}
         for ref in extract_links(node.get_content()):
+            if ref.kind == "attachment":   # kept as a record of the file, never a note: not unresolved, no graph
+                edges.append(Edge(cid, ref.target, "attachment", ref.rule_id, 1.0, note.note_id, resolved=False,
+                                  target_text=ref.target))
+                continue
             target = resolver.resolve(ref.target)
             target_id, resolved = (target, True) if target else (ref.target, False)
             if target == note.note_id and ref.heading is None:

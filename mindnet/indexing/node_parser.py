@@ -48,8 +48,12 @@ EMBED_MAX_CHARS = 4000   # beyond what the models read (e5: 512 tokens); a paste
 
 def embedding_input(node: BaseNode) -> str:
     """What gets embedded for a chunk: the note title and the chunk's window (text with overlap), capped."""
-    meta = node.metadata
-    return f"{meta.get('title', '')}\n\n{meta.get('window') or node.get_content()}".strip()[:EMBED_MAX_CHARS]
+    return embedding_text(node.metadata, node.get_content())
+
+
+def embedding_text(meta: dict[str, Any], content: str = "") -> str:
+    """`embedding_input` from a chunk's metadata (or its stored payload, which holds the same keys)."""
+    return f"{meta.get('title', '')}\n\n{meta.get('window') or meta.get('text') or content}".strip()[:EMBED_MAX_CHARS]
 
 
 class MarkdownNoteParser(NodeParser):

@@ -1,18 +1,24 @@
-"""The import pipeline: vault -> notes, chunks and edges in Qdrant, incrementally.
+"""The import pipeline: vault -> notes, chunks and edges in Qdrant, incrementally, in two phases.
 
 Every run reads and parses the whole vault (cheap) and derives all edges again from the current set of notes,
-so links heal and mentions appear without special scripts. Only what differs from the index is written:
-  - a note whose fingerprint (file bytes, path, type settings, embedding model) changed is re-chunked,
-    embedded (through the cache) and rewritten; its stale chunks and edges are removed;
+so links heal and mentions appear without special scripts. Only what differs from the index is written.
+
+Phase 1 needs no embedding model (only a one-text probe of its vector size when chunks are written):
+  - a note whose fingerprint (file bytes, path, type settings, embedding model) changed is re-chunked and
+    rewritten: chunks with payload and BM25 sparse vector (and the dense vector when the embedding cache
+    already holds it), edges, note record; its stale chunks and edges are removed;
   - an unchanged note whose derived edges changed gets only its edges rewritten;
   - notes gone from the vault lose their note, chunks and edges.
+Search works from here on: lexical and graph everywhere, dense where a chunk has its vector.
+Phase 2 (`mindnet.indexing.vectors`) embeds every chunk still without a dense vector, cache first.
+
 Per note the order is: a pending note record listing every chunk and edge id old and new (write-ahead), then
 chunks -> edges -> the final note record carrying the fingerprint. An edge-only rewrite follows the same order.
-A run that dies half-way leaves pending notes that simply look changed to the next run, which finishes the job
-and deletes the listed chunks and edges its new record does not list. Points no record lists at all (left by
-older versions) are removed at the start of the next run.
-Embeddings are computed before anything of a note is touched, so a failed embedding leaves its previous
-version intact.
+A run that dies half-way through phase 1 leaves pending notes that simply look changed to the next run, which
+finishes the job and deletes the listed chunks and edges its new record does not list. Points no record lists
+at all (left by older versions) are removed at the start of the next run. A run that dies in phase 2 leaves
+chunks without a vector, which the next run's phase 2 fills. A chunk the backend fails on keeps no vector and is
+named in the report; its text is searchable by keywords.
 """
 
 from __future__ import annotations
@@ -22,30 +28,34 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import TextNode
 from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.backends import Embedder
-from mindnet.errors import EmbeddingError, VaultError
+from mindnet.errors import VaultError
 from mindnet.indexing.edges import Edge, LinkResolver, derive_edges
 from mindnet.indexing.mentions import MentionIndex
 from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
+from mindnet.indexing.progress import ImportProgress
 from mindnet.indexing.report import ImportReport
 from mindnet.indexing.sparse import sparse_doc_fn, sparse_query_fn
+from mindnet.indexing.vectors import afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue, scan_vault
 
 log = logging.getLogger(__name__)
-PIPELINE_VERSION = "2"      # bump when chunking or payloads change shape: every note is rebuilt
-BATCH_NOTES = 64            # notes embedded together (in `concurrency` calls), then written together
+PIPELINE_VERSION = "3"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
+                            # (3: passages cut on the model's token budget)
+BATCH_NOTES = 64            # notes embedded together (the embedder batches and parallelises), then written
 Progress = Callable[[int, int, str], None]
 
 
@@ -78,18 +88,6 @@ def chunk_vector_store(client: QdrantClient, prefix: str = "mindnet") -> QdrantV
     return QdrantVectorStore(client=client, collection_name=coll.names(prefix)["chunks"], enable_hybrid=True,
                              sparse_doc_fn=sparse_doc_fn, sparse_query_fn=sparse_query_fn,
                              dense_vector_name=coll.DENSE, sparse_vector_name=coll.SPARSE, batch_size=128)
-
-
-def _as_point_node(node: TextNode, embedding: list[float]) -> TextNode:
-    """A copy of a parser node whose id (and neighbour ids) are Qdrant point UUIDs; the chunk id stays in
-    metadata["chunk_id"]."""
-    copy = node.model_copy(deep=True)
-    copy.id_ = coll.point_id(node.node_id)
-    for rel in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
-        if rel in copy.relationships:
-            copy.relationships[rel] = RelatedNodeInfo(node_id=coll.point_id(copy.relationships[rel].node_id))
-    copy.embedding = embedding
-    return copy
 
 
 def _skipped_now(path: str, skipped: list[Issue]) -> bool:
@@ -139,14 +137,21 @@ class Importer:
     `Mindnet.from_env().importer`; `importer.run(vault_path, full=False)` returns the `ImportReport`."""
 
     def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig,
-                 concurrency: int = 5) -> None:
+                 lock: AbstractContextManager | None = None, progress: ImportProgress | None = None,
+                 on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None
+                 ) -> None:
         self.client = client
         self.prefix = prefix
         self.names = coll.names(prefix)
         self.embedder = embedder
         self.types = types
         self.parser = MarkdownNoteParser.from_config(types)
-        self.concurrency = concurrency
+        # a server shares the one local Qdrant client with its searches: each write step takes `lock`, so a
+        # search runs between two batches (and sees every note written so far) instead of after the import
+        self.lock = lock or nullcontext()
+        self.progress = progress or ImportProgress()
+        self.on_written = on_written or (lambda: None)     # notes, chunks or edges changed
+        self.on_embedded = on_embedded or (lambda: None)   # dense vectors were added
 
     def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None) -> list[PlannedNote]:
         return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners)
@@ -202,64 +207,35 @@ class Importer:
         if points:
             self.client.upsert(self.names["notes"], points=points)
 
-    async def _embed(self, p: PlannedNote, sem: asyncio.Semaphore) -> list[list[float]]:
-        async with sem:
-            return await self.embedder.aembed([embedding_input(n) for n in p.nodes], what=p.note.path)
-
-    async def _embed_group(self, group: list[PlannedNote], sem: asyncio.Semaphore
-                           ) -> list[list[list[float]] | BaseException]:
-        """One backend call for the texts of several notes (short notes are one text each, and a call per text
-        is slow); when that call fails, each note is embedded alone so one bad note fails alone."""
-        texts = [embedding_input(n) for p in group for n in p.nodes]
-        try:
-            async with sem:
-                vectors = await self.embedder.aembed(texts, what=f"{len(group)} notes from {group[0].note.path}")
-        except EmbeddingError:
-            return list(await asyncio.gather(*(self._embed(p, sem) for p in group), return_exceptions=True))
-        out: list[list[list[float]] | BaseException] = []
-        for p in group:
-            out.append(vectors[: len(p.nodes)])
-            vectors = vectors[len(p.nodes):]
-        return out
-
-    async def _write_changed(self, batch: list[PlannedNote], stored: dict[str, dict], store: QdrantVectorStore,
-                             report: ImportReport, sem: asyncio.Semaphore) -> None:
-        start = time.perf_counter()
-        k = max(1, min(self.concurrency, len(batch)))       # `concurrency` calls in flight at once
-        groups = [batch[i::k] for i in range(k)]
-        by_note: dict[str, list[list[float]] | BaseException] = {}
-        for group, res in zip(groups, await asyncio.gather(*(self._embed_group(g, sem) for g in groups)),
-                              strict=True):
-            by_note.update({p.note.note_id: r for p, r in zip(group, res, strict=True)})
-        results = [by_note[p.note.note_id] for p in batch]
-        report.seconds_embedding += time.perf_counter() - start   # wall time: the calls overlap
-        ok: list[tuple[PlannedNote, list[list[float]]]] = []
-        for p, res in zip(batch, results, strict=True):
-            if isinstance(res, EmbeddingError):
-                report.issues.append(Issue("error", p.note.path, f"{res}; the previous version stays in the index"))
-            elif isinstance(res, BaseException):
-                raise res
-            else:
-                ok.append((p, res))
-        # write-ahead: the note record first lists every chunk and edge this run may leave behind (old and
-        # new), marked unfinished; a run that dies before the final record leaves a note that looks changed,
-        # and the next run deletes exactly those listed ids that it does not write again
-        self._write_notes([p for p, _ in ok], pending={p.note.note_id: stored.get(p.note.note_id) for p, _ in ok})
-        nodes = [_as_point_node(n, v) for p, vecs in ok for n, v in zip(p.nodes, vecs, strict=True)]
-        if nodes:
-            store.add(nodes)
-        for p, _ in ok:
+    def _write_changed(self, batch: list[PlannedNote], stored: dict[str, dict], report: ImportReport) -> None:
+        """Phase 1 for changed notes: chunks with payload and BM25 vector (and the dense vector when the cache
+        holds it: no model is asked), edges and note records, under the index lock as one step."""
+        texts = {n.node_id: embedding_input(n) for p in batch for n in p.nodes}
+        cached = self.embedder.cached_vectors(list(texts.values()))
+        points = chunk_points([n for p in batch for n in p.nodes],
+                              {cid: cached[t] for cid, t in texts.items() if t in cached})
+        with self.lock:
+            # write-ahead: the note record first lists every chunk and edge this run may leave behind (old and
+            # new), marked unfinished; a run that dies before the final record leaves a note that looks
+            # changed, and the next run deletes exactly those listed ids that it does not write again
+            self._write_notes(batch, pending={p.note.note_id: stored.get(p.note.note_id) for p in batch})
+            for i in range(0, len(points), 256):
+                self.client.upsert(self.names["chunks"], points=points[i:i + 256])
+            for p in batch:
+                old = stored.get(p.note.note_id)
+                if old:
+                    keep = {n.node_id for n in p.nodes}
+                    self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
+            self._write_edges([(p, stored.get(p.note.note_id)) for p in batch])
+            self._write_notes(batch)
+        for p in batch:
             old = stored.get(p.note.note_id)
-            if old:
-                keep = {n.node_id for n in p.nodes}
-                self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
-        self._write_edges([(p, stored.get(p.note.note_id)) for p, _ in ok])
-        self._write_notes([p for p, _ in ok])
-        for p, _ in ok:
-            if p.note.note_id in stored:
-                report.changed += 1
-            else:
+            if old is None:
                 report.new += 1
+            elif old.get("path") != p.note.path:
+                report.moved += 1     # renamed with its id kept: the same note, its vectors from the cache
+            else:
+                report.changed += 1
 
     def _relink(self, relinked: list[PlannedNote], stored: dict[str, dict]) -> None:
         """Rewrite only the edges of unchanged notes, under the same write-ahead record as changed notes: a
@@ -302,63 +278,102 @@ class Importer:
 
     # ------------------------------------------------------------------ the run
 
-    async def arun(self, vault: Path, *, full: bool = False, progress: Progress | None = None) -> ImportReport:
+    async def arun(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
+                   should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
+                   embed: bool = True) -> ImportReport:
+        """Phase 1 (notes, chunks, edges; no model), then, with `embed`, phase 2 (dense vectors, cache first).
+        Notes at the paths in `first` are written first. `should_stop()` is asked between batches of either
+        phase: when it says yes, the run ends early and the next run continues where this one stopped."""
         started = time.perf_counter()
-        calls0, texts0 = self.embedder.calls, self.embedder.embedded
+        calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
+        self.progress.start()
         report = ImportReport(vault=str(vault))
-        indexed = all(self.client.collection_exists(n) for n in self.names.values())
-        before = self.stored_notes() if indexed else {}
+        try:
+            # a rebuild drops the index: searches wait for its phase 1 instead of finding it half empty
+            with self.lock if full else nullcontext():
+                await self._phase1(vault, report, full=full, progress=progress,
+                                   should_stop=None if full else should_stop, first=set(first))
+        except BaseException:
+            self.progress.end_notes(failed=True)
+            raise
+        self.progress.end_notes()
+        if embed and not report.stopped_early:
+            await self._phase2(report, progress=progress, should_stop=should_stop)
+        report.embedding_calls = self.embedder.calls - calls0
+        report.embedded_texts = self.embedder.embedded - texts0
+        report.seconds_embedding = self.embedder.seconds - backend0
+        report.seconds_total = time.perf_counter() - started
+        return report
+
+    async def _phase1(self, vault: Path, report: ImportReport, *, full: bool, progress: Progress | None,
+                      should_stop: Callable[[], bool] | None = None, first: set[str] | frozenset = frozenset()
+                      ) -> None:
+        start1 = time.perf_counter()
+        with self.lock:
+            indexed = all(self.client.collection_exists(n) for n in self.names.values())
+            before = self.stored_notes() if indexed else {}
         planned = self.plan(vault, report, owners={nid: old.get("path", "") for nid, old in before.items()})
+        self.progress.update(notes_total=len(planned))
         dim: int | None = None
         if full:
             # ask the backend first: a rebuild that cannot embed must not have dropped the index
-            start = time.perf_counter()
             dim = await self.embedder.aprobe_dim()
-            report.seconds_embedding += time.perf_counter() - start
-            coll.drop_all(self.client, self.prefix)
-        complete = all(self.client.collection_exists(n) for n in self.names.values())
+            with self.lock:
+                coll.drop_all(self.client, self.prefix)
+        with self.lock:
+            complete = all(self.client.collection_exists(n) for n in self.names.values())
         stored = before if complete else {}
         if stored and not planned and not full:
             raise VaultError(f"no notes found in {vault}, but the index holds {len(stored)} notes; importing "
                              f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "
                              f"index on purpose, run with --full", path=str(vault))
         changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
+        changed.sort(key=lambda p: p.note.path not in first)   # the notes just saved go first (stable sort)
         if changed or not complete:
-            # only a run that embeds asks the backend for its size (a no-change re-import never calls it);
-            # a size differing from the chunks collection stops here, before anything is written
+            # only a run that writes chunks asks the backend for its size (a no-change re-import never calls
+            # it); a size differing from the chunks collection stops here, before anything is written
             if dim is None:
-                start = time.perf_counter()
                 dim = await self.embedder.aprobe_dim()
-                report.seconds_embedding += time.perf_counter() - start
-            coll.ensure_collections(self.client, self.prefix, dim)
-        coll.tune_local_storage(self.client, self.prefix)
-        current = {p.note.note_id for p in planned}
-        # a note that cannot be read now (or sits in a folder that cannot be listed) keeps its previous version
-        gone = [nid for nid, old in stored.items()
-                if nid not in current and not _skipped_now(old.get("path", ""), report.skipped)]
-        self._delete_notes(gone)
+            with self.lock:
+                coll.ensure_collections(self.client, self.prefix, dim)
+        with self.lock:
+            coll.tune_local_storage(self.client, self.prefix)
+            current = {p.note.note_id for p in planned}
+            # a note that cannot be read now (or sits in a folder that cannot be listed) keeps its previous
+            # version
+            gone = [nid for nid, old in stored.items()
+                    if nid not in current and not _skipped_now(old.get("path", ""), report.skipped)]
+            self._delete_notes(gone)
         report.deleted = len(gone)
         if stored:
             kept = set(stored) - set(gone)
-            self._remove_unlisted({nid: stored[nid] for nid in kept})
+            with self.lock:
+                self._remove_unlisted({nid: stored[nid] for nid in kept})
 
         changed_ids = {p.note.note_id for p in changed}
         relinked = [p for p in planned if p.note.note_id not in changed_ids
                     and stored[p.note.note_id].get("edges_hash") != p.edges_hash]
         report.unchanged = len(planned) - len(changed)
         if relinked:
-            self._relink(relinked, stored)
+            with self.lock:
+                self._relink(relinked, stored)
             report.edges_rewritten = len(relinked)
 
-        store = chunk_vector_store(self.client, self.prefix)
-        sem = asyncio.Semaphore(self.concurrency)
+        self.progress.update(notes_to_write=len(changed))
         done = 0
         for i in range(0, len(changed), BATCH_NOTES):
             batch = changed[i:i + BATCH_NOTES]
-            await self._write_changed(batch, stored, store, report, sem)
+            self._write_changed(batch, stored, report)
             done += len(batch)
+            self.progress.update(notes_written=done)
+            self.on_written()
             if progress:
                 progress(done, len(changed), batch[-1].note.path)
+            if should_stop and should_stop() and done < len(changed):
+                report.stopped_early = True   # newer changes: the next run plans again and writes the rest
+                break
+        if gone or relinked:
+            self.on_written()
 
         failed = {i.path for i in report.skipped}
         report.notes = len(planned)
@@ -370,12 +385,66 @@ class Importer:
             report.mention_edges += sum(e.kind == "mentions" for e in p.edges)
             report.unresolved += [(p.note.path, e.target_text or e.target_id) for e in p.edges
                                   if not e.resolved and e.rule_id.startswith(("explicit", "inline", "callout"))]
+        report.seconds_phase1 = time.perf_counter() - start1
+
+    async def _phase2(self, report: ImportReport, *, progress: Progress | None,
+                      should_stop: Callable[[], bool] | None) -> None:
+        chunks = self.names["chunks"]
+        with self.lock:
+            if not self.client.collection_exists(chunks):
+                return
+            total = self.client.count(chunks, exact=True).count
+            missing = coll.count_without_vector(self.client, self.prefix)
+            if self.embedder.dim is None:
+                self.embedder.dim = coll.chunks_dim(self.client, self.prefix)
+        self.progress.begin_embedding(total, total - missing)
+        done = 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            self.progress.embedded(n)
+            self.on_embedded()
+            if progress:
+                progress(done, missing, "embedding")
+
+        try:
+            fill = await afill_vectors(self.client, self.prefix, self.embedder, lock=self.lock, progress=advance,
+                                       should_stop=should_stop)
+        finally:
+            self.progress.end_embedding()
+        with self.lock:
+            report.vectors_missing = coll.count_without_vector(self.client, self.prefix)
+        report.stopped_early = fill.stopped
+        if fill.backend_error:   # the backend is down: one line for all, not one per note
+            report.issues.append(Issue("warning", str(report.vault), (
+                f"{report.vectors_missing} chunks are not embedded yet: {fill.backend_error}; they are found by "
+                f"keywords and links; run the import again when the embedding backend is back")))
+            return
+        by_note: dict[str, list[str]] = {}
+        for line in fill.failed:
+            path, _, error = line.partition(": ")
+            by_note.setdefault(path, []).append(error)
+        for path, errors in by_note.items():
+            report.issues.append(Issue("warning", path, f"{len(errors)} chunk(s) not embedded: {errors[0]}; "
+                                                        f"found by keywords and links until an import embeds them"))
+
+    def run(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
+            should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
+            embed: bool = True) -> ImportReport:
+        return asyncio.run(self.arun(vault, full=full, progress=progress, should_stop=should_stop, first=first,
+                                     embed=embed))
+
+    def fill(self, *, should_stop: Callable[[], bool] | None = None) -> ImportReport:
+        """Phase 2 alone: embed the chunks still without a dense vector."""
+        report = ImportReport(vault="the index")
+        started = time.perf_counter()
+        calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
+        asyncio.run(self._phase2(report, progress=None, should_stop=should_stop))
         report.embedding_calls = self.embedder.calls - calls0
         report.embedded_texts = self.embedder.embedded - texts0
+        report.seconds_embedding = self.embedder.seconds - backend0
         report.seconds_total = time.perf_counter() - started
         return report
-
-    def run(self, vault: Path, *, full: bool = False, progress: Progress | None = None) -> ImportReport:
-        return asyncio.run(self.arun(vault, full=full, progress=progress))
 
 

@@ -16,6 +16,7 @@ class ImportReport:
     changed: int = 0
     unchanged: int = 0
     deleted: int = 0
+    moved: int = 0               # renamed or moved files whose note id stayed (frontmatter `id:`)
     edges_rewritten: int = 0     # unchanged notes whose edges changed (a link healed, a mention appeared)
     chunks: int = 0
     edges_by_kind: Counter = field(default_factory=Counter)
@@ -26,7 +27,20 @@ class ImportReport:
     seconds_total: float = 0.0
     seconds_embedding: float = 0.0
     seconds_mentions: float = 0.0
+    seconds_phase1: float = 0.0    # notes, chunks and edges written (searchable from here on)
+    vectors_missing: int = 0       # chunks still without a dense vector (backend failed, or stopped early)
+    stopped_early: bool = False    # phase 2 stopped for newer changes; the next run continues it
     mention_edges: int = 0
+
+    def absorb(self, phase2: ImportReport) -> None:
+        """Add a separate phase-2 run (`Importer.fill`) to this phase-1 report."""
+        self.embedded_texts += phase2.embedded_texts
+        self.embedding_calls += phase2.embedding_calls
+        self.seconds_embedding += phase2.seconds_embedding
+        self.seconds_total += phase2.seconds_total
+        self.vectors_missing = phase2.vectors_missing
+        self.stopped_early = phase2.stopped_early
+        self.issues.extend(phase2.issues)
 
     @property
     def skipped(self) -> list[Issue]:
@@ -40,14 +54,30 @@ class ImportReport:
     def edges(self) -> int:
         return sum(self.edges_by_kind.values())
 
+    @property
+    def attachments(self) -> int:
+        """Links and embeds of files that are not notes (images, PDFs, ...): counted, never unresolved."""
+        return self.edges_by_kind.get("attachment", 0)
+
+    def unresolved_targets(self, limit: int | None = 10) -> list[tuple[str, int]]:
+        """The most frequent unresolved link targets with their counts (all of them when `limit` is None)."""
+        counts = Counter(target for _, target in self.unresolved)
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
     def as_dict(self) -> dict:
         return {
             "vault": self.vault, "notes": self.notes, "new": self.new, "changed": self.changed,
-            "unchanged": self.unchanged, "deleted": self.deleted, "edges_rewritten": self.edges_rewritten,
+            "unchanged": self.unchanged, "deleted": self.deleted, "moved": self.moved,
+            "edges_rewritten": self.edges_rewritten,
             "skipped": [str(i) for i in self.skipped], "warnings": [str(i) for i in self.warnings],
             "chunks": self.chunks, "edges": self.edges, "edges_by_kind": dict(sorted(self.edges_by_kind.items())),
             "unresolved_links": [{"note": p, "link": t} for p, t in self.unresolved],
+            "unresolved_count": len(self.unresolved),
+            "unresolved_top": [{"target": t, "count": n} for t, n in self.unresolved_targets(10)],
+            "attachments": self.attachments,
             "embedded_texts": self.embedded_texts, "embedding_calls": self.embedding_calls,
             "seconds_total": round(self.seconds_total, 3), "seconds_embedding": round(self.seconds_embedding, 3),
             "seconds_mentions": round(self.seconds_mentions, 3), "mention_edges": self.mention_edges,
+            "seconds_phase1": round(self.seconds_phase1, 3), "vectors_missing": self.vectors_missing,
+            "stopped_early": self.stopped_early,
         }

@@ -68,6 +68,9 @@ class QueryRequest(BaseModel):
     explain: bool = True
     aggregate: Literal["sum", "max", "mean"] | None = Field(None, description="also return per-note results")
     rerank: bool | None = None
+    group: Literal["note", "chunk"] | None = Field(
+        None, description="note: up to top_k distinct notes, each hit its best chunk with the note's other matching "
+                          "chunks as `passages`; chunk: up to top_k chunks (default: retriever.yaml group)")
 
     @field_validator("query")
     @classmethod
@@ -124,6 +127,7 @@ class QueryRequest(BaseModel):
             raise QueryError(f"unknown edge type(s) {unknown}; known: {sorted(known_kinds)}",
                              field="expand.edge_types")
         return ResolvedQuery(request=self, mode=mode, top_k=top_k, depth=depth if mode == "hybrid" else 0,
+                             group=self.group or config.group,
                              edge_types=list(kinds), rerank=config.rerank.enabled if self.rerank is None
                              else self.rerank,
                              aggregate=self.aggregate or (config.aggregation.method if config.aggregation.enabled
@@ -139,3 +143,4 @@ class ResolvedQuery(BaseModel):
     edge_types: list[str]
     rerank: bool
     aggregate: Literal["sum", "max", "mean"] | None = None   # per-note results: the request's, else the config's
+    group: Literal["note", "chunk"] = "note"

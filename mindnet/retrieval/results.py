@@ -17,6 +17,8 @@ def hit_dict(n: NodeWithScore, *, explain: bool = True) -> dict[str, Any]:
         "heading_path": meta.get("heading_path", []), "score": n.score, "text": meta.get("text", n.node.get_content()),
         "score_breakdown": meta.get("score_breakdown"),
     }
+    if "passages" in meta:
+        hit["passages"] = meta["passages"]
     if explain:
         hit["explanation"] = meta.get("explanation")
     return hit
@@ -24,6 +26,7 @@ def hit_dict(n: NodeWithScore, *, explain: bool = True) -> dict[str, Any]:
 
 def result_dict(result: RetrievalResult, query_id: str, *, explain: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"query_id": query_id, "mode": result.query.mode, "top_k": result.query.top_k,
+                           "group": result.query.group,
                            "hits": [hit_dict(n, explain=explain) for n in result.nodes], "trace": result.trace}
     if result.notes is not None:
         out["notes"] = [h.model_dump() for h in result.notes]

@@ -31,17 +31,38 @@ from threadpoolctl import ThreadpoolController
 from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError
 from mindnet.indexing.sparse import SparseEncoder, to_qdrant
-from mindnet.retrieval.graph import EdgeIndex, Subgraph, expand
+from mindnet.retrieval.graph import EdgeIndex, GraphStats, Subgraph, expand
 from mindnet.retrieval.lexical import LexicalIndex
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
-from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, load_titles
+from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, load_titles, stats_from_index
+from mindnet.retrieval.scoring import ScoreBreakdown
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
-from mindnet.store.collections import DENSE, SPARSE, names, scroll_points
+from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
 
 log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
+
+
+MAX_PASSAGES = 5        # other matching chunks listed under a note-level hit
+
+
+def passage(n: NodeWithScore) -> dict[str, Any]:
+    meta = n.node.metadata
+    return {"node_id": meta.get("chunk_id", n.node.node_id), "ord": meta.get("ord", 0),
+            "heading_path": meta.get("heading_path", []), "score": n.score,
+            "text": meta.get("text", n.node.get_content())}
+
+
+def with_passages(head: NodeWithScore, others: list[NodeWithScore]) -> NodeWithScore:
+    """The note-level hit: its best chunk, with the note's other matching chunks in reading order as
+    metadata `passages` (kept out of the LLM and embedding metadata text)."""
+    node = head.node.model_copy()
+    node.metadata = {**node.metadata, "passages": sorted((passage(o) for o in others), key=lambda p: p["ord"])}
+    node.excluded_llm_metadata_keys = list(dict.fromkeys([*node.excluded_llm_metadata_keys, "passages"]))
+    node.excluded_embed_metadata_keys = list(dict.fromkeys([*node.excluded_embed_metadata_keys, "passages"]))
+    return NodeWithScore(node=node, score=head.score)
 
 
 @dataclass
@@ -53,6 +74,7 @@ class Candidate:
     lexical: float = 0.0
     via_graph: bool = False
     semantic: float = 0.0
+    embedded: bool = True           # False: the import has not added its dense vector yet (phase 2)
 
 
 @dataclass
@@ -110,6 +132,8 @@ class MindnetRetriever(BaseRetriever):
         self._edge_index: EdgeIndex | None = None
         self._lexical_index: LexicalIndex | None = None
         self._titles: dict[str, str] = {}
+        self._graph_stats: GraphStats | None = None
+        self._unembedded: tuple[int, int] | None = None   # (chunks without dense vector, all chunks)
         self.cache_edges = is_local(client)  # a server answers filtered scrolls from payload indexes
 
     def invalidate(self) -> None:
@@ -117,6 +141,28 @@ class MindnetRetriever(BaseRetriever):
         self._edge_index = None
         self._lexical_index = None
         self._titles = {}
+        self._graph_stats = None
+        self._unembedded = None
+
+    def graph_stats(self) -> GraphStats:
+        """Vault-wide link degrees and PageRank for hub damping, computed once per import (one place, so the
+        import could store them instead)."""
+        if self._graph_stats is None:
+            index = self._edges() or EdgeIndex.load(self.client, self.prefix)
+            titles = self._titles or load_titles(self.client, self.prefix)
+            self._graph_stats = stats_from_index(index, len(titles), self.config.graph.hub_degree)
+        return self._graph_stats
+
+    def vectors_changed(self) -> None:
+        """Dense vectors were added (phase 2 of an import): recount the chunks still without one."""
+        self._unembedded = None
+
+    def _coverage(self) -> tuple[int, int]:
+        """(chunks without a dense vector, all chunks), counted once per change of the index."""
+        if self._unembedded is None:
+            total = self.client.count(self.collection, exact=True).count
+            self._unembedded = (count_without_vector(self.client, self.prefix), total)
+        return self._unembedded
 
     def _lexical(self) -> LexicalIndex | None:
         if not self.cache_edges:
@@ -228,22 +274,26 @@ class MindnetRetriever(BaseRetriever):
         need_vectors = len(dense_vecs) > 1
         cands: dict[str, Candidate] = {}
 
-        def add(points: list[Any], via_graph: bool = False) -> None:
+        def add(points: list[Any], via_graph: bool = False, dense_scores: bool = False) -> None:
+            """`dense_scores`: the points come from a dense search, so a point's score is its cosine."""
             for p in points:
                 pid = str(p.id)
                 if pid in cands or not self._keep(q, p.payload or {}):
                     continue
                 vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else p.vector
                 c = Candidate(pid, p.payload or {}, _unit(vec) if vec is not None else None, via_graph=via_graph)
-                if vec is None:
+                if vec is None and dense_scores:
                     c.dense = float(p.score)
+                elif vec is None:
+                    c.embedded = False   # found by keywords; its vector is not there yet
                 cands[pid] = c
 
         dense_limit = (pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)) * widen
         for vec in dense_vecs:
             add(self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
                                          limit=dense_limit, with_payload=True,
-                                         with_vectors=[DENSE] if need_vectors else False).points)
+                                         with_vectors=[DENSE] if need_vectors else False).points,
+                dense_scores=True)
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
         sparse_queries: list[qm.SparseVector] = []
@@ -277,6 +327,7 @@ class MindnetRetriever(BaseRetriever):
         lo, hi = self._dense_bounds(cands.values())
         self._fuse(q, cands.values(), lo, hi)
         trace["candidates"] = len(cands)
+        self._trace_coverage(q, trace)
 
         subgraph: Subgraph | None = None
         if q.mode == "hybrid" and q.depth > 0 and cands:
@@ -284,7 +335,7 @@ class MindnetRetriever(BaseRetriever):
             ranked = sorted(cands.values(), key=lambda c: -c.semantic)[: self.config.expand.seeds]
             seeds = {c.payload["chunk_id"]: c.semantic for c in ranked}
             subgraph = expand(self.client, self.prefix, list(seeds), q.depth, q.edge_types, seeds,
-                              edge_index=self._edges())
+                              edge_index=self._edges(), stats=self.graph_stats())
             graph_only = self._graph_candidates(q, subgraph, cands, flt, mask, dense_vecs, sparse_queries,
                                                 lexical_max)
             self._fuse(q, graph_only, lo, hi)
@@ -296,7 +347,7 @@ class MindnetRetriever(BaseRetriever):
                               "ms": round(1000 * (time.perf_counter() - t2), 1)}
 
         t3 = time.perf_counter()
-        scored = self._score(q, list(cands.values()), subgraph)
+        scored, all_chunks = self._score(q, list(cands.values()), subgraph)
         if q.rerank and self.reranker is not None:
             try:
                 scored = rerank_head_tail(scored, self.reranker, limit=self.config.rerank.limit,
@@ -307,27 +358,68 @@ class MindnetRetriever(BaseRetriever):
                 trace["rerank"] = {"failed": str(exc)}
         trace["scoring_ms"] = round(1000 * (time.perf_counter() - t3), 1)
         trace["total_ms"] = round(1000 * (time.perf_counter() - t0), 1) + trace.get("embed_ms", 0)
-        notes = aggregate_by_note(scored, q.aggregate) if q.aggregate else None
+        notes = aggregate_by_note(all_chunks, q.aggregate) if q.aggregate else None
+        trace["group"] = q.group
         return RetrievalResult(nodes=scored[: q.top_k], query=q, notes=notes, trace=trace)
 
-    def _score(self, q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | None) -> list[NodeWithScore]:
-        """Rank every candidate by the formula, then build nodes and explanations only for the ones shown
-        (all of them when per-note aggregation or reranking needs more than top_k)."""
+    def _trace_coverage(self, q: ResolvedQuery, trace: dict) -> None:
+        """How many chunks the dense search cannot see yet; semantic mode says what it misses."""
+        missing, total = self._coverage()
+        trace["unembedded_chunks"] = missing
+        if not missing:
+            return
+        if q.mode == "semantic":
+            trace["notice"] = (f"semantic search covers {total - missing} of {total} chunks: {missing} are not "
+                               f"embedded yet (an import is adding their vectors), so notes among them are "
+                               f"missing here; hybrid mode finds them by keywords and links")
+        else:
+            trace["notice"] = (f"{missing} of {total} chunks are not embedded yet: hybrid search finds them by "
+                               f"keywords and links, and by meaning once the import has embedded them")
+
+    def _score(self, q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | None
+               ) -> tuple[list[NodeWithScore], list[NodeWithScore]]:
+        """Rank every candidate by the formula (with the graph's lift cap), then build nodes and explanations only
+        for the ones shown. Returns the shown nodes (one per note when grouping by note, its other matching
+        chunks as `passages`) and, for per-note aggregation, every chunk node."""
         hybrid = q.mode == "hybrid"
-        ranked = []
+        entries: list[tuple[str, ScoreBreakdown]] = []
         for c in cands:
-            b = self.scorer.breakdown(semantic=c.semantic, dense=c.dense, lexical=c.lexical if hybrid else None,
-                                      retriever_weight=float(c.payload.get("retriever_weight", 1.0)),
-                                      note_id=str(c.payload.get("note_id", "")), subgraph=subgraph)
-            ranked.append((-b.total, str(c.payload.get("chunk_id", c.point_id)), c, b))
-        ranked.sort(key=lambda r: (r[0], r[1]))
-        keep = len(ranked) if q.aggregate else max(q.top_k, self.config.rerank.limit if q.rerank else 0)
+            note_id = str(c.payload.get("note_id", ""))
+            entries.append((note_id, self.scorer.breakdown(
+                semantic=c.semantic, dense=c.dense if c.embedded else None, lexical=c.lexical if hybrid else None,
+                retriever_weight=float(c.payload.get("retriever_weight", 1.0)), note_id=note_id,
+                subgraph=subgraph)))
+        ranked = sorted(zip(cands, self.scorer.cap(entries, subgraph), strict=True),
+                        key=lambda r: (-r[1][0].total, str(r[0].payload.get("chunk_id", r[0].point_id))))
         self.scorer._client = self.client
         titles = self.scorer.titles_for(subgraph, self._titles if self.cache_edges else None)
-        for _, _, c, _ in ranked[:keep]:
-            titles.setdefault(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
-        return [self.scorer.finish(self._to_node(c, hybrid=hybrid).node, b, subgraph, titles)
-                for _, _, c, b in ranked[:keep]]
+        finished: dict[str, NodeWithScore] = {}
+
+        def node(item: tuple[Candidate, tuple[ScoreBreakdown, str | None]]) -> NodeWithScore:
+            c, (b, by) = item
+            if c.point_id not in finished:
+                titles.setdefault(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
+                finished[c.point_id] = self.scorer.finish(self._to_node(c, hybrid=hybrid).node, b, subgraph,
+                                                          titles, by)
+                if not c.embedded:
+                    finished[c.point_id].node.metadata["explanation"]["reasons"].insert(
+                        1, "not embedded yet (the import is still adding vectors): ranked by keywords and links only")
+            return finished[c.point_id]
+
+        all_chunks = [node(r) for r in ranked] if q.aggregate else []
+        keep = max(q.top_k, self.config.rerank.limit if q.rerank else 0)
+        if q.group == "chunk":
+            return [node(r) for r in ranked[: len(ranked) if q.aggregate else keep]], all_chunks
+        heads: dict[str, Any] = {}
+        others: dict[str, list[Any]] = {}
+        for r in ranked:
+            nid = str(r[0].payload.get("note_id", r[0].point_id))
+            if nid in heads:
+                others[nid].append(r)
+            elif len(heads) < keep:
+                heads[nid], others[nid] = r, []
+        return [with_passages(node(r), [node(o) for o in others[nid][:MAX_PASSAGES]])
+                for nid, r in heads.items()], all_chunks
 
     def _add_by_id(self, point_ids: list[str], add: Any) -> None:
         if point_ids:
@@ -363,7 +455,7 @@ class MindnetRetriever(BaseRetriever):
 
     @staticmethod
     def _dense_bounds(cands: Any) -> tuple[float, float]:
-        values = [c.dense for c in cands]
+        values = [c.dense for c in cands if c.embedded]
         return (min(values), max(values)) if values else (0.0, 1.0)
 
     def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float) -> None:
@@ -371,6 +463,8 @@ class MindnetRetriever(BaseRetriever):
         for c in cands:
             if q.mode == "semantic":
                 c.semantic = c.dense
+            elif not c.embedded:   # no dense score to fuse yet: keywords alone (the graph adds its bonus)
+                c.semantic = c.lexical
             else:
                 dn = (c.dense - lo) / (hi - lo) if hi > lo else 1.0
                 c.semantic = alpha * min(1.0, max(0.0, dn)) + (1 - alpha) * c.lexical
@@ -395,10 +489,12 @@ class MindnetRetriever(BaseRetriever):
                     *((flt.must or []) if flt else [])]
             points = [p for p in scroll_points(self.client, self.collection, scroll_filter=qm.Filter(must=must),
                                                vectors=[DENSE]) if self._keep(q, p.payload or {})]
-        found = [Candidate(str(p.id), p.payload or {}, _unit(p.vector[DENSE]), via_graph=True) for p in points]
+        found = [Candidate(str(p.id), p.payload or {}, _unit(vec) if (vec := (p.vector or {}).get(DENSE)) is not None
+                           else None, via_graph=True, embedded=vec is not None) for p in points]
         matrix = np.stack(dense_vecs)
         for c in found:
-            c.dense = float(np.max(matrix @ c.vector))
+            if c.vector is not None:
+                c.dense = float(np.max(matrix @ c.vector))
         self._lexical_scores(found, sparse_queries, lexical_max, None)
         best: dict[str, Candidate] = {}
         for c in found:
@@ -425,6 +521,7 @@ class MindnetRetriever(BaseRetriever):
     def _to_node(c: Candidate, *, hybrid: bool) -> NodeWithScore:
         """`lexical` is None in semantic mode: no BM25 score was computed, so none is shown."""
         node = metadata_dict_to_node(c.payload)
-        node.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense,
-                                       "lexical": c.lexical if hybrid else None, "via_graph": c.via_graph}
+        node.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense if c.embedded else None,
+                                       "lexical": c.lexical if hybrid else None, "via_graph": c.via_graph,
+                                       "embedded": c.embedded}
         return NodeWithScore(node=node, score=c.semantic)

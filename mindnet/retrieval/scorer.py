@@ -16,8 +16,8 @@ from pydantic import Field, PrivateAttr
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from mindnet.retrieval.graph import Subgraph, expand, note_of
-from mindnet.retrieval.scoring import EdgeRef, ScoreBreakdown, compute_score, explain
+from mindnet.retrieval.graph import EdgeIndex, GraphStats, Subgraph, expand, note_of
+from mindnet.retrieval.scoring import EdgeRef, GraphEvidence, ScoreBreakdown, capped, compute_score, explain
 from mindnet.settings import RetrieverConfig, ScoringWeights, shipped_retriever
 from mindnet.store.collections import names, scroll_points
 
@@ -43,6 +43,10 @@ def load_titles(client: QdrantClient, prefix: str) -> dict[str, str]:
             for p in scroll_points(client, collection, fields=["note_id", "title"])}
 
 
+def stats_from_index(index: EdgeIndex, note_count: int, hub_degree: float) -> GraphStats:
+    return GraphStats((e for edges in index.by_note.values() for e in edges), note_count, hub_degree=hub_degree)
+
+
 def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> list[EdgeRef]:
     refs = []
     for e in sorted(edges, key=lambda e: -e["confidence"]):
@@ -50,6 +54,31 @@ def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> lis
         refs.append(EdgeRef(direction=direction, kind=e["kind"], rule_id=e["rule_id"], confidence=e["confidence"],
                             other_id=other, other_title=titles.get(other), resolved=e.get("resolved", True)))
     return refs
+
+
+def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph | None
+                  ) -> list[tuple[float | None, str | None]]:
+    """For each (note id, breakdown): the total it may not pass and the note that sets it, or (None, None).
+
+    A note lifted by the graph stays below the best hit that led to it: among the notes linking to it in the
+    subgraph (else the seeds), those with a higher semantic term, whose own totals are final by then (they are
+    visited first, by semantic term)."""
+    out: list[tuple[float | None, str | None]] = [(None, None)] * len(entries)
+    if subgraph is None:
+        return out
+    order = sorted(range(len(entries)), key=lambda i: (-entries[i][1].semantic_term, i))
+    final: dict[str, float] = {}
+    for i in order:
+        note, b = entries[i]
+        if b.edge_term + b.centrality_term > 0:
+            leaders = [src for src, _ in subgraph.graph.in_edges(note) if src in final and src != note] \
+                if note in subgraph.graph else []
+            leaders = leaders or [s for s in subgraph.seeds if s in final and s != note]
+            if leaders:
+                best = max(leaders, key=lambda n: (final[n], n))
+                out[i] = (final[best] - 1e-6, best)
+        final[note] = max(final.get(note, float("-inf")), b.total if out[i][0] is None else min(b.total, out[i][0]))
+    return out
 
 
 class MindnetScorer(BaseNodePostprocessor):
@@ -65,7 +94,10 @@ class MindnetScorer(BaseNodePostprocessor):
     depth: int = Field(0, ge=0, le=3, description="graph hops to expand when no subgraph is given")
     edge_types: list[str] = Field(default_factory=lambda: list(shipped_retriever().expand.edge_types))
     prefix: str = Field("mindnet", description="collection prefix, for graph expansion and titles")
+    hub_degree: float = Field(default_factory=lambda: shipped_retriever().graph.hub_degree, gt=0,
+                              description="links a note may have before its links count less")
     _client: QdrantClient | None = PrivateAttr(default=None)
+    _stats: GraphStats | None = PrivateAttr(default=None)
 
     def __init__(self, *, client: QdrantClient | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -75,7 +107,7 @@ class MindnetScorer(BaseNodePostprocessor):
     def from_config(cls, config: RetrieverConfig, *, client: QdrantClient | None = None, prefix: str = "mindnet",
                     depth: int | None = None) -> MindnetScorer:
         return cls(client=client, weights=config.scoring, prefix=prefix, edge_types=list(config.expand.edge_types),
-                   depth=config.expand.depth if depth is None else depth)
+                   depth=config.expand.depth if depth is None else depth, hub_degree=config.graph.hub_degree)
 
     @classmethod
     def class_name(cls) -> str:
@@ -87,8 +119,18 @@ class MindnetScorer(BaseNodePostprocessor):
         if self._client is not None and self.depth > 0 and nodes:
             ids = [n.node.metadata.get("chunk_id", n.node.node_id) for n in nodes]
             weights = {i: float(n.score or 0.0) for i, n in zip(ids, nodes, strict=True)}
-            subgraph = expand(self._client, self.prefix, ids, self.depth, self.edge_types, weights)
+            subgraph = expand(self._client, self.prefix, ids, self.depth, self.edge_types, weights,
+                              stats=self.graph_stats())
         return self.score_nodes(nodes, subgraph)
+
+    def graph_stats(self) -> GraphStats:
+        """Vault-wide degrees and PageRank, loaded once from the edges collection (a retriever passes its own)."""
+        if self._stats is None:
+            if self._client is None:
+                return GraphStats.empty(self.hub_degree)
+            self._stats = stats_from_index(EdgeIndex.load(self._client, self.prefix),
+                                           len(load_titles(self._client, self.prefix)), self.hub_degree)
+        return self._stats
 
     def breakdown(self, *, semantic: float, retriever_weight: float, note_id: str, subgraph: Subgraph | None,
                   dense: float | None = None, lexical: float | None = None) -> ScoreBreakdown:
@@ -98,8 +140,27 @@ class MindnetScorer(BaseNodePostprocessor):
             edge_bonus=subgraph.edge_bonus(note_id) if subgraph else 0.0,
             centrality_bonus=subgraph.centrality_bonus(note_id) if subgraph else 0.0, weights=self.weights)
 
+    def cap(self, entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph | None
+            ) -> list[tuple[ScoreBreakdown, str | None]]:
+        """Each breakdown with the lift cap applied, and the note that capped it (or None)."""
+        return [(capped(b, ceiling, self.weights), by) if ceiling is not None and b.total > ceiling else (b, None)
+                for (_, b), (ceiling, by) in zip(entries, lift_ceilings(entries, subgraph), strict=True)]
+
+    @staticmethod
+    def evidence(note_id: str, subgraph: Subgraph, titles: dict[str, str], capped_by: str | None
+                 ) -> GraphEvidence:
+        stats = subgraph.stats
+        linkers = subgraph.linkers(note_id)
+        return GraphEvidence(
+            seeds=subgraph.relevant_seeds, linked_from=linkers,
+            linked_from_titles=[titles.get(n) or n for n in linkers],
+            in_links=stats.in_degree.get(note_id, 0), out_links=stats.out_degree.get(note_id, 0),
+            hub_factor=round(stats.spec_in(note_id), 4), pagerank_rel=round(stats.pr_rel.get(note_id, 0.0), 4),
+            centrality_damping=round(stats.hub_damping(note_id), 4),
+            capped_below=(titles.get(capped_by) or capped_by) if capped_by else None)
+
     def finish(self, node: BaseNode, breakdown: ScoreBreakdown, subgraph: Subgraph | None,
-               titles: dict[str, str]) -> NodeWithScore:
+               titles: dict[str, str], capped_by: str | None = None) -> NodeWithScore:
         """A copy of `node` scored `breakdown.total`, with breakdown and explanation in its metadata."""
         meta = node.metadata
         sem = meta.get(SEMANTIC_KEY) or {}
@@ -108,7 +169,8 @@ class MindnetScorer(BaseNodePostprocessor):
         outgoing = _edge_refs(subgraph.outgoing(note_id), "outgoing", titles) if subgraph else []
         explanation = explain(breakdown, note_type=str(meta.get("type", "?")), incoming=incoming,
                               outgoing=outgoing, via_graph=bool(sem.get("via_graph")),
-                              graph_used=subgraph is not None)
+                              graph_used=subgraph is not None,
+                              graph=self.evidence(note_id, subgraph, titles, capped_by) if subgraph else None)
         copy = node.model_copy()
         copy.metadata = {**meta, "score_breakdown": breakdown.model_dump(), "explanation": explanation.model_dump()}
         copy.excluded_llm_metadata_keys = list(dict.fromkeys([*copy.excluded_llm_metadata_keys, *RESULT_KEYS]))
@@ -128,14 +190,16 @@ class MindnetScorer(BaseNodePostprocessor):
         titles = self.titles_for(subgraph, titles)
         for n in nodes:
             titles.setdefault(n.node.metadata.get("note_id", ""), n.node.metadata.get("title", ""))
-        scored = []
+        entries = []
         for n in nodes:
             meta = n.node.metadata
             sem = meta.get(SEMANTIC_KEY) or {}
             note_id = meta.get("note_id") or note_of(meta.get("chunk_id", n.node.node_id))
-            b = self.breakdown(semantic=float(sem.get("semantic", n.score or 0.0)), dense=sem.get("dense"),
-                               lexical=sem.get("lexical"), retriever_weight=float(meta.get("retriever_weight", 1.0)),
-                               note_id=note_id, subgraph=subgraph)
-            scored.append(self.finish(n.node, b, subgraph, titles))
+            entries.append((note_id, self.breakdown(
+                semantic=float(sem.get("semantic", n.score or 0.0)), dense=sem.get("dense"),
+                lexical=sem.get("lexical"), retriever_weight=float(meta.get("retriever_weight", 1.0)),
+                note_id=note_id, subgraph=subgraph)))
+        scored = [self.finish(n.node, b, subgraph, titles, by)
+                  for n, (b, by) in zip(nodes, self.cap(entries, subgraph), strict=True)]
         scored.sort(key=lambda x: (-(x.score or 0.0), x.node.metadata.get("chunk_id", x.node.node_id)))
         return scored

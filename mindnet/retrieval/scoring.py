@@ -19,9 +19,12 @@ class ScoreBreakdown(BaseModel):
     dense: float | None = Field(None, description="cosine similarity of the dense vectors")
     lexical: float | None = Field(None, description="normalised BM25 score (hybrid only)")
     retriever_weight: float = Field(description="W_type of the note's type")
-    edge_bonus: float = Field(0.0, description="B_edge: confidences of edges from the seed notes into this one, "
-                                               "summed and divided by the number of seeds (0..1)")
-    centrality_bonus: float = Field(0.0, description="B_cent: personalised PageRank in the subgraph, max = 1")
+    edge_bonus: float = Field(0.0, description="B_edge: links from the seed hits into this note, each weighted by "
+                                               "the hit's relevance and both ends' specificity, / #seeds (0..1)")
+    centrality_bonus: float = Field(0.0, description="B_cent: share of the seeds' PageRank walk reaching this note "
+                                                     "over links, damped by its global PageRank (0..1)")
+    graph_scale: float = Field(1.0, description="share of the graph bonuses kept: below 1 when they would lift "
+                                                "the note above the better hit that led to it")
     semantic_weight: float
     edge_weight: float
     centrality_weight: float
@@ -32,17 +35,48 @@ class ScoreBreakdown(BaseModel):
 
 
 def compute_score(*, semantic: float, retriever_weight: float, edge_bonus: float, centrality_bonus: float,
-                  weights: ScoringWeights, dense: float | None = None, lexical: float | None = None
-                  ) -> ScoreBreakdown:
+                  weights: ScoringWeights, dense: float | None = None, lexical: float | None = None,
+                  graph_scale: float = 1.0) -> ScoreBreakdown:
+    """The formula; `graph_scale` (0..1) scales both graph bonuses (the lift cap), so the terms still add up."""
+    edge_bonus, centrality_bonus = edge_bonus * graph_scale, centrality_bonus * graph_scale
     sem_term = weights.semantic_weight * semantic * max(retriever_weight, 0.0)
     edge_term = weights.edge_weight * edge_bonus
     cent_term = weights.centrality_weight * centrality_bonus
     return ScoreBreakdown(
         semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight,
-        edge_bonus=edge_bonus, centrality_bonus=centrality_bonus, semantic_weight=weights.semantic_weight,
+        edge_bonus=edge_bonus, centrality_bonus=centrality_bonus, graph_scale=graph_scale,
+        semantic_weight=weights.semantic_weight,
         edge_weight=weights.edge_weight, centrality_weight=weights.centrality_weight,
         semantic_term=sem_term, edge_term=edge_term, centrality_term=cent_term,
         total=sem_term + edge_term + cent_term)
+
+
+def capped(b: ScoreBreakdown, ceiling: float, weights: ScoringWeights) -> ScoreBreakdown:
+    """`b` with its graph bonuses scaled so the total stays at or below `ceiling` (never below the semantic
+    term alone): the graph may bring a note up to the hit that led to it, not past it."""
+    lift = b.edge_term + b.centrality_term
+    if lift <= 0 or b.total <= ceiling:
+        return b
+    scale = max(0.0, min(1.0, (ceiling - b.semantic_term) / lift)) * b.graph_scale
+    base = b.graph_scale or 1.0
+    return compute_score(semantic=b.semantic, dense=b.dense, lexical=b.lexical, retriever_weight=b.retriever_weight,
+                         edge_bonus=b.edge_bonus / base, centrality_bonus=b.centrality_bonus / base,
+                         weights=weights, graph_scale=scale)
+
+
+class GraphEvidence(BaseModel):
+    """What the graph knew about a hit, as data (the explanation's sentences are made from it)."""
+
+    model_config = ConfigDict(frozen=True)
+    seeds: int = Field(description="number of best hits (seed notes) the graph was expanded from")
+    linked_from: list[str] = Field(default_factory=list, description="seed notes linking here, best first")
+    linked_from_titles: list[str] = Field(default_factory=list)
+    in_links: int = Field(0, description="distinct notes linking here, in the whole vault")
+    out_links: int = Field(0, description="distinct notes this note links to, in the whole vault")
+    hub_factor: float = Field(1.0, description="specificity of incoming links: min(1, sqrt(hub_degree/in_links))")
+    pagerank_rel: float = Field(0.0, description="global PageRank relative to an average note (1 = average)")
+    centrality_damping: float = Field(1.0, description="min(1, 1 / pagerank_rel)")
+    capped_below: str | None = Field(None, description="the better hit that led here, which it may not pass")
 
 
 class EdgeRef(BaseModel):
@@ -70,22 +104,48 @@ class Explanation(BaseModel):
     incoming: list[EdgeRef] = Field(default_factory=list)
     outgoing: list[EdgeRef] = Field(default_factory=list)
     via_graph: bool = Field(False, description="found only through graph expansion, not by the vector search")
+    graph: GraphEvidence | None = None
+
+
+def graph_sentences(b: ScoreBreakdown, g: GraphEvidence) -> list[str]:
+    """Plain words for the graph's part: who links here, and why a hub counts less."""
+    out = []
+    if g.linked_from:
+        names = ", ".join(f"'{t}'" for t in (g.linked_from_titles or g.linked_from)[:3])
+        more = f" and {len(g.linked_from) - 3} more" if len(g.linked_from) > 3 else ""
+        out.append(f"linked from {len(g.linked_from)} of the {g.seeds} best hits ({names}{more}) -> "
+                   f"edge +{b.edge_term:.3f}")
+    if g.hub_factor < 1 and (g.linked_from or b.centrality_bonus):
+        out.append(f"hub with {g.in_links} incoming links: damped (x{g.hub_factor:.2f})")
+    if b.centrality_bonus:
+        out.append(f"reached by {100 * b.centrality_bonus / (b.graph_scale or 1) / g.centrality_damping:.0f}% "
+                   f"of the walk from the best hits -> centrality +{b.centrality_term:.3f}")
+    if g.centrality_damping < 1:
+        out.append(f"central in the whole vault (PageRank {g.pagerank_rel:.1f}x an average note): centrality "
+                   f"damped (x{g.centrality_damping:.2f})")
+    if g.capped_below:
+        out.append(f"graph bonus cut to {100 * b.graph_scale:.0f}%: kept below '{g.capped_below}', the better hit "
+                   f"that led here")
+    return out
 
 
 def explain(b: ScoreBreakdown, *, note_type: str, incoming: list[EdgeRef], outgoing: list[EdgeRef],
-            via_graph: bool, graph_used: bool) -> Explanation:
+            via_graph: bool, graph_used: bool, graph: GraphEvidence | None = None) -> Explanation:
     parts = [f"semantic match {b.semantic:.3f}"]
     if b.dense is not None and b.lexical is not None:
         parts[0] += f" (dense {b.dense:.3f}, lexical {b.lexical:.3f})"
     reasons = [parts[0] + f" x type '{note_type}' weight {b.retriever_weight:g} -> {b.semantic_term:.3f}"]
     if via_graph:
         reasons.append("found through graph expansion from the vector hits")
-    if b.edge_bonus:
-        reasons.append(f"edge bonus {b.edge_bonus:.2f} (linked from other hits) -> +{b.edge_term:.3f}")
-    if b.centrality_bonus:
-        reasons.append(f"central in the result subgraph (PageRank {b.centrality_bonus:.2f}) -> "
-                       f"+{b.centrality_term:.3f}")
+    if graph is not None:
+        reasons += graph_sentences(b, graph)
+    else:
+        if b.edge_bonus:
+            reasons.append(f"edge bonus {b.edge_bonus:.2f} (linked from other hits) -> +{b.edge_term:.3f}")
+        if b.centrality_bonus:
+            reasons.append(f"central in the result subgraph (PageRank {b.centrality_bonus:.2f}) -> "
+                           f"+{b.centrality_term:.3f}")
     if not graph_used:
         reasons.append("graph not consulted (semantic mode or depth 0)")
     reasons += [e.sentence() for e in incoming[:5]] + [e.sentence() for e in outgoing[:5]]
-    return Explanation(reasons=reasons, incoming=incoming, outgoing=outgoing, via_graph=via_graph)
+    return Explanation(reasons=reasons, incoming=incoming, outgoing=outgoing, via_graph=via_graph, graph=graph)

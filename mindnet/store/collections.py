@@ -35,6 +35,17 @@ PAYLOAD_INDEXES: dict[str, dict[str, qm.PayloadSchemaType]] = {
 }
 
 
+# chunks whose dense vector is not there yet (phase 1 of an import wrote them, phase 2 embeds them)
+WITHOUT_DENSE = qm.Filter(must_not=[qm.HasVectorCondition(has_vector=DENSE)])
+
+
+def count_without_vector(client: QdrantClient, prefix: str) -> int:
+    name = names(prefix)["chunks"]
+    if not client.collection_exists(name):
+        return 0
+    return client.count(name, count_filter=WITHOUT_DENSE, exact=True).count
+
+
 def names(prefix: str) -> dict[str, str]:
     return {"notes": f"{prefix}_notes", "chunks": f"{prefix}_chunks", "edges": f"{prefix}_edges"}
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from qdrant_client import QdrantClient
 
-from mindnet.store.collections import missing_payload_indexes, names, scroll_points
+from mindnet.store.collections import count_without_vector, missing_payload_indexes, names, scroll_points
 
 
 def scroll_payloads(client: QdrantClient, collection: str, fields: list[str] | None = None) -> Iterator[dict]:
@@ -28,6 +28,7 @@ class IntegrityReport:
     unfinished_notes: list[str] = field(default_factory=list)     # an import stopped mid-note: run ingest
     missing_collections: list[str] = field(default_factory=list)
     missing_indexes: list[str] = field(default_factory=list)
+    unembedded: int = 0        # chunks without their dense vector yet: not broken, the next import adds them
 
     @property
     def broken(self) -> bool:
@@ -39,7 +40,8 @@ class IntegrityReport:
                 "dangling_edges": self.dangling_edges, "unresolved": self.unresolved,
                 "orphan_chunks": self.orphan_chunks, "missing_chunks": self.missing_chunks,
                 "unlisted": self.unlisted, "unfinished_notes": self.unfinished_notes,
-                "missing_collections": self.missing_collections, "missing_indexes": self.missing_indexes}
+                "missing_collections": self.missing_collections, "missing_indexes": self.missing_indexes,
+                "unembedded": self.unembedded}
 
 
 def check_index(client: QdrantClient, prefix: str) -> IntegrityReport:
@@ -70,10 +72,11 @@ def check_index(client: QdrantClient, prefix: str) -> IntegrityReport:
         if e.get("note_id") in note_edges and e["edge_id"] not in note_edges[e["note_id"]]:
             report.unlisted.append(e["edge_id"])
         if not e.get("resolved", True):
-            if str(e.get("rule_id", "")).startswith("edge_defaults"):
-                continue   # the type's default edge repeats an unresolved link already counted
+            if str(e.get("rule_id", "")).startswith(("edge_defaults", "attachment")):
+                continue   # a default edge repeats a link already counted; an attachment is a file, not a note
             report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"]})
         elif e["source_id"] not in known or e["target_id"] not in known:
             report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
     report.missing_indexes = missing_payload_indexes(client, prefix)
+    report.unembedded = count_without_vector(client, prefix)
     return report

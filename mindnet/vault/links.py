@@ -1,6 +1,8 @@
-"""Link syntax in note bodies: wikilinks, embeds, inline typed relations, edge callouts and #tags.
+r"""Link syntax in note bodies: wikilinks, embeds, inline typed relations, edge callouts and #tags.
 
     [[Note]]  [[Note|shown]]  [[Note#Heading]]  ![[Note]]       -> references (embed: rule explicit:embed)
+    [[folder/Note\|shown]]                                       the escaped pipe Obsidian writes inside tables
+    ![[diagram.png]]  [[paper.pdf]]                              -> attachment (a file, not a note)
     [[rel:depends_on Note]]                                      -> depends_on
     > [!edge] depends_on: [[A]] [[B]]                            -> depends_on to A and B (any number of targets)
 """
@@ -30,8 +32,21 @@ class LinkRef:
     line: int = 0      # 0-based line within the scanned text
 
 
+ESCAPED_OR_PLAIN_PIPE = re.compile(r"\\?\|")
+# files Obsidian links or embeds that are not notes (any other extension is read as part of a note's name)
+ATTACHMENT_EXTENSIONS = frozenset(
+    "png jpg jpeg gif bmp svg webp avif tif tiff ico heic pdf mp3 wav ogg m4a flac aac webm mp4 mov mkv avi ogv "
+    "3gp csv tsv xls xlsx doc docx ppt pptx odt ods odp epub zip txt json canvas drawio".split())
+
+
+def is_attachment(target: str) -> bool:
+    """A link to a file that is not a note: its last path segment ends in a known file extension."""
+    name = target.strip().rsplit("/", 1)[-1]
+    return "." in name and name.rsplit(".", 1)[1].lower() in ATTACHMENT_EXTENSIONS
+
+
 def _split_target(inner: str) -> tuple[str, str | None]:
-    target = inner.split("|", 1)[0]
+    target = ESCAPED_OR_PLAIN_PIPE.split(inner, maxsplit=1)[0]
     heading = None
     if "#" in target:
         target, heading = target.split("#", 1)
@@ -95,6 +110,10 @@ def extract_links(text: str) -> list[LinkRef]:
                 continue
             target, heading = _split_target(inner)
             if not target:
+                continue
+            if is_attachment(target):
+                refs.append(LinkRef(target, "attachment", "attachment:embed" if link.group(1) else
+                                    "attachment:link", heading, no))
                 continue
             rule = "explicit:embed" if link.group(1) else "explicit:wikilink"
             refs.append(LinkRef(target, "references", rule, heading, no))

