@@ -170,7 +170,8 @@ class MindnetScorer(BaseNodePostprocessor):
         explanation = explain(breakdown, note_type=str(meta.get("type", "?")), incoming=incoming,
                               outgoing=outgoing, via_graph=bool(sem.get("via_graph")),
                               graph_used=subgraph is not None,
-                              graph=self.evidence(note_id, subgraph, titles, capped_by) if subgraph else None)
+                              graph=self.evidence(note_id, subgraph, titles, capped_by) if subgraph else None,
+                              index_note=bool(meta.get("index_note")))
         copy = node.model_copy()
         copy.metadata = {**meta, "score_breakdown": breakdown.model_dump(), "explanation": explanation.model_dump()}
         copy.excluded_llm_metadata_keys = list(dict.fromkeys([*copy.excluded_llm_metadata_keys, *RESULT_KEYS]))
