@@ -140,6 +140,8 @@ class ExpandSettings(Strict):
 class GraphSettings(Strict):
     hub_degree: float = Field(10.0, gt=0, description="distinct links a note may have before each counts less: "
                                                        "weight min(1, sqrt(hub_degree / links))")
+    chance: float = Field(0.0, ge=0, le=1, description="share of the chance-expected linkers (K x in / N) "
+                                                         "subtracted in B_edge")
 
 
 class HybridSettings(Strict):

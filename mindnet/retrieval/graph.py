@@ -49,7 +49,8 @@ class GraphStats:
     note. Computed in one place from all edges (today when the retriever first needs them after an import;
     the import could compute and store them instead)."""
 
-    def __init__(self, edges: Iterable[dict], note_count: int = 0, *, hub_degree: float = 10.0) -> None:
+    def __init__(self, edges: Iterable[dict], note_count: int = 0, *, hub_degree: float = 10.0,
+                 chance: float = 0.0) -> None:
         graph = nx.DiGraph()
         for e in edges:
             src, dst = e["note_id"], note_of(e["target_id"])
@@ -58,6 +59,7 @@ class GraphStats:
                 if not graph.has_edge(src, dst) or graph[src][dst]["confidence"] < conf:
                     graph.add_edge(src, dst, confidence=conf)
         self.hub_degree = hub_degree
+        self.chance = chance          # weight of the chance correction in B_edge (retriever.yaml graph.chance)
         self.in_degree: dict[str, int] = dict(graph.in_degree())
         self.out_degree: dict[str, int] = dict(graph.out_degree())
         self.notes = max(note_count, graph.number_of_nodes())
@@ -68,8 +70,8 @@ class GraphStats:
             self.pr_rel = {n: r * linked for n, r in ranks.items()}
 
     @classmethod
-    def empty(cls, hub_degree: float = 10.0) -> GraphStats:
-        return cls([], hub_degree=hub_degree)
+    def empty(cls, hub_degree: float = 10.0, chance: float = 0.0) -> GraphStats:
+        return cls([], hub_degree=hub_degree, chance=chance)
 
     def spec_in(self, note_id: str) -> float:
         return specificity(self.in_degree.get(note_id, 0), self.hub_degree)
@@ -130,14 +132,15 @@ class Subgraph:
 
     def edge_bonus(self, note_id: str) -> float:
         """B_edge (see the module docstring): each linking seed counts once, by its strongest edge, weighted by
-        its relevance and by the specificity of both ends, minus what chance gives a note that in(n) of the
-        vault's N notes link to (K seeds x in(n) / N); divided by the number of seeds K (0..1)."""
+        its relevance and by the specificity of both ends, minus `chance` x what chance gives a note that
+        in(n) of the vault's N notes link to (K seeds x in(n) / N); at most 1. One specific link from the best
+        hit is full evidence (1.0); a link from a hub or into a hub counts less."""
         if note_id not in self.graph or not self.seeds:
             return 0.0
         spec_in = self.stats.spec_in(note_id)
         total = sum(min(1.0, self.graph[s][note_id]["confidence"]) * self.relevance(s) * self.stats.spec_out(s)
                     for s in self.linkers(note_id))
-        return max(0.0, total * spec_in - self.expected_linkers(note_id) * spec_in) / self.relevant_seeds
+        return min(1.0, max(0.0, total - self.stats.chance * self.expected_linkers(note_id)) * spec_in)
 
     @property
     def relevant_seeds(self) -> int:

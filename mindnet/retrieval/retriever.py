@@ -151,7 +151,8 @@ class MindnetRetriever(BaseRetriever):
         if self._graph_stats is None:
             index = self._edges() or EdgeIndex.load(self.client, self.prefix)
             titles = self._titles or load_titles(self.client, self.prefix)
-            self._graph_stats = stats_from_index(index, len(titles), self.config.graph.hub_degree)
+            self._graph_stats = stats_from_index(index, len(titles), self.config.graph.hub_degree,
+                                                 self.config.graph.chance)
         return self._graph_stats
 
     def vectors_changed(self) -> None:
