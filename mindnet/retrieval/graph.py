@@ -5,11 +5,12 @@ names. Both bonuses are on an absolute scale (nothing is normalised to the best 
 hubs with the vault-wide figures of `GraphStats`:
 
     spec(k)  = min(1, sqrt(hub_degree / k))            specificity of a note with k distinct links (1 = not a hub)
-    B_edge   = max(0, sum over seed notes s linking to n of conf(s, n) * rel(s) * spec(out(s))
-                      - K * in(n) / N) * spec(in(n)) / K           (K seeds, N notes in the vault)
-               rel(s) = s's semantic score / the best seed's: a link from a weak hit counts less;
-               K * in(n) / N = the seeds expected to link to n by chance (a hub linked by half the vault
-               gets nothing for being linked by half the hits)
+    B_edge   = min(1, max(0, sum over seed notes s linking to n of conf(s, n) * rel(s) * spec(out(s))
+                             - chance * K * in(n) / N) * spec(in(n)))     (K seeds, N notes in the vault)
+               rel(s) = s's semantic score / the best seed's: a link from a weak hit counts less; one specific
+               link from the best hit is full evidence (1);
+               K * in(n) / N = the seeds expected to link to n by chance, subtracted with weight `chance`
+               (retriever.yaml graph.chance; 0 by default, as measured)
     B_cent   = share(n) * min(1, 1 / pr_rel(n))
                share(n) = the part of a personalised PageRank walk (restarting at the seeds by relevance, edges
                weighted by confidence x spec(out(source))) that arrives at n over a link: 0..1
