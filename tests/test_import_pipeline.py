@@ -84,10 +84,11 @@ def imported(tmp_path_factory):
 # ------------------------------------------------------------------ the sample vault
 
 
-def test_sample_vault_imports_30_notes_88_chunks_and_539_edges(imported) -> None:
+def test_sample_vault_imports_30_notes_88_chunks_and_525_edges(imported) -> None:
     app, report, _ = imported
-    assert (report.notes, report.new, report.chunks, report.edges) == (30, 30, 88, 539)
-    assert [len(stored(app, k, "note_id")) for k in ("notes", "chunks", "edges")] == [30, 88, 539]
+    # Willkommen.md (tagged #index) is an index note: no default related_to edge per link (14 fewer)
+    assert (report.notes, report.new, report.chunks, report.edges) == (30, 30, 88, 525)
+    assert [len(stored(app, k, "note_id")) for k in ("notes", "chunks", "edges")] == [30, 88, 525]
 
 
 def test_sample_vault_reports_the_broken_note_the_unknown_type_and_the_unresolved_link(imported) -> None:
@@ -96,7 +97,7 @@ def test_sample_vault_reports_the_broken_note_the_unknown_type_and_the_unresolve
     assert [str(i) for i in report.warnings] == [
         "warning: Linsensuppe.md: unknown type 'recipe' in frontmatter; using 'concept' "
         "(known: concept, decision, "
-        "experience, person, project, source, task, value; add it to types.yaml or fix the spelling)",
+        "experience, index, person, project, source, task, value; add it to types.yaml or fix the spelling)",
         "warning: broken-frontmatter.md:5: frontmatter is not valid YAML: found unexpected end of stream; the "
         "note was imported without its frontmatter (fix: check quotes and indentation of that line)",
     ]
