@@ -127,6 +127,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
+        if data["snapshot"] in ("stale", "missing", "corrupt"):
+            console.print(f"index snapshot: {data['snapshot']} (rebuilt from Qdrant when the index is next opened)")
         if data["unembedded"]:
             console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
                           f"`mindnet ingest` or a running server adds their vectors)")

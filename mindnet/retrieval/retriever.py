@@ -31,15 +31,16 @@ from threadpoolctl import ThreadpoolController
 from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError
 from mindnet.indexing.sparse import SparseEncoder, to_qdrant
-from mindnet.retrieval.graph import EdgeIndex, GraphStats, Subgraph, expand
+from mindnet.retrieval.graph import EdgeIndex, FanOut, GraphStats, Subgraph, expand
 from mindnet.retrieval.lexical import LexicalIndex
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
-from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, load_titles, stats_from_index
+from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, stats_from_index
 from mindnet.retrieval.scoring import ScoreBreakdown
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
+from mindnet.store.snapshot import IndexData, open_index
 
 log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
@@ -133,24 +134,55 @@ class MindnetRetriever(BaseRetriever):
         self._lexical_index: LexicalIndex | None = None
         self._titles: dict[str, str] = {}
         self._graph_stats: GraphStats | None = None
+        self._data: IndexData | None = None
+        self.snapshot_status = "not loaded"
         self._unembedded: tuple[int, int] | None = None   # (chunks without dense vector, all chunks)
         self.cache_edges = is_local(client)  # a server answers filtered scrolls from payload indexes
 
     def invalidate(self) -> None:
-        """Forget cached index data (call after an import)."""
+        """Forget cached index data (call after an import): the next search opens the index snapshot again, which
+        is current when the import wrote it, else rebuilt from Qdrant."""
+        self._data = None
         self._edge_index = None
         self._lexical_index = None
         self._titles = {}
         self._graph_stats = None
         self._unembedded = None
 
+    def warm(self) -> str:
+        """Load the in-memory mirrors now (a server does it at start, so the first search is not the slow one);
+        returns how the snapshot was opened (`loaded`, `current`, `rebuilt (stale)`, ...) or `server`."""
+        with self._lock:
+            if not self.cache_edges:
+                self.graph_stats()
+                return "server"
+            self._mirrors()
+            return self.snapshot_status
+
+    def _mirrors(self) -> IndexData:
+        """Lexical mirror, edge index, titles and graph figures from the index snapshot (local Qdrant)."""
+        if self._data is None:
+            opened = open_index(self.client, self.prefix)
+            data = opened.data
+            self._lexical_index = LexicalIndex.from_data(data)
+            self._edge_index = EdgeIndex.from_data(data)
+            self._titles = dict(zip(data.note_ids, data.titles, strict=True))
+            self._graph_stats = GraphStats.from_data(data, self.config.graph.hub_degree)
+            self.snapshot_status = opened.status
+            self._data = data
+            log.info("index mirrors ready (%s) in %.2f s", opened.status, opened.seconds)
+        return self._data
+
     def graph_stats(self) -> GraphStats:
-        """Vault-wide link degrees and PageRank for hub damping, computed once per import (one place, so the
-        import could store them instead)."""
+        """Vault-wide link degrees and PageRank for hub damping: computed at import time into the index snapshot
+        (local Qdrant); on a server, read once from the edges collection per change of the index."""
+        if self.cache_edges:
+            self._mirrors()
         if self._graph_stats is None:
-            index = self._edges() or EdgeIndex.load(self.client, self.prefix)
-            titles = self._titles or load_titles(self.client, self.prefix)
-            self._graph_stats = stats_from_index(index, len(titles), self.config.graph.hub_degree)
+            notes = names(self.prefix)["notes"]
+            count = self.client.count(notes, exact=True).count if self.client.collection_exists(notes) else 0
+            self._graph_stats = stats_from_index(EdgeIndex.load(self.client, self.prefix), count,
+                                                 self.config.graph.hub_degree)
         return self._graph_stats
 
     def vectors_changed(self) -> None:
@@ -167,17 +199,18 @@ class MindnetRetriever(BaseRetriever):
     def _lexical(self) -> LexicalIndex | None:
         if not self.cache_edges:
             return None
-        if self._lexical_index is None:
-            self._lexical_index = LexicalIndex.load(self.client, self.prefix)
+        self._mirrors()
         return self._lexical_index
 
     def _edges(self) -> EdgeIndex | None:
         if not self.cache_edges:
             return None
-        if self._edge_index is None:
-            self._edge_index = EdgeIndex.load(self.client, self.prefix)
-            self._titles = load_titles(self.client, self.prefix)
+        self._mirrors()
         return self._edge_index
+
+    def fan_out(self) -> FanOut:
+        e = self.config.expand
+        return FanOut(per_note=e.max_edges_per_note, per_query=e.max_edges)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, client: QdrantClient, embed_model: BaseEmbedding,
@@ -335,7 +368,7 @@ class MindnetRetriever(BaseRetriever):
             ranked = sorted(cands.values(), key=lambda c: -c.semantic)[: self.config.expand.seeds]
             seeds = {c.payload["chunk_id"]: c.semantic for c in ranked}
             subgraph = expand(self.client, self.prefix, list(seeds), q.depth, q.edge_types, seeds,
-                              edge_index=self._edges(), stats=self.graph_stats())
+                              edge_index=self._edges(), stats=self.graph_stats(), caps=self.fan_out())
             graph_only = self._graph_candidates(q, subgraph, cands, flt, mask, dense_vecs, sparse_queries,
                                                 lexical_max)
             self._fuse(q, graph_only, lo, hi)
