@@ -9,6 +9,7 @@ import argparse
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -259,6 +260,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
     app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
+    # the retriever's mirrors load from the index snapshot while the server starts: the first search is warm
+    threading.Thread(target=mindnet.warm, name="mindnet-warm", daemon=True).start()
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
     mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
     following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"

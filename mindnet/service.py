@@ -26,7 +26,7 @@ from mindnet.backends import (
     make_embedding,
     make_reranker,
 )
-from mindnet.errors import EmptyIndexError, ImportRunningError
+from mindnet.errors import EmptyIndexError, ImportRunningError, MindnetError
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
@@ -100,8 +100,19 @@ class Mindnet:
     @cached_property
     def retriever(self) -> MindnetRetriever:
         # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
-        return MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
-                                              reranker=make_reranker(self.settings), lock=self.index_lock)
+        retriever = MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
+                                                   reranker=make_reranker(self.settings), lock=self.index_lock)
+        # ready to search: the in-memory mirrors come from the index snapshot now, not in the first search
+        status = retriever.warm()
+        log.info("retriever ready (index snapshot: %s)", status)
+        return retriever
+
+    def warm(self) -> None:
+        """Open the index and the retriever's mirrors (`mindnet serve` runs it in the background at start)."""
+        try:
+            _ = self.retriever
+        except (MindnetError, OSError, ValueError) as exc:   # the first search reports it to the user
+            log.warning("could not load the index mirrors at start: %s", exc)
 
     @cached_property
     def logs(self) -> FlywheelLogs:

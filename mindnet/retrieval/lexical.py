@@ -31,20 +31,25 @@ class LexicalIndex:
         vals = np.fromiter((v for _, values in sparse for v in values), dtype=np.float32, count=int(ptr[-1]))
         self._setup(point_ids, [str(p.get("note_id", "")) for p in payloads],
                     [str(p.get("type", "")) for p in payloads], [str(p.get("path", "")) for p in payloads],
-                    [list(p.get("tags") or []) for p in payloads], ptr, terms, vals)
+                    [list(p.get("tags") or []) for p in payloads], ptr, terms, vals,
+                    [str(p.get("chunk_id", "")) for p in payloads],
+                    np.array([float(p.get("retriever_weight", 1.0)) for p in payloads], dtype=np.float64))
 
     @classmethod
     def from_data(cls, data: IndexData) -> LexicalIndex:
         """The mirror from the index snapshot's arrays (no Qdrant read)."""
         index = cls.__new__(cls)
         index._setup(data.chunk_pids, data.chunk_note, data.chunk_type, data.chunk_path, data.chunk_tags,
-                     data.sparse_ptr, data.sparse_terms, data.sparse_vals)
+                     data.sparse_ptr, data.sparse_terms, data.sparse_vals, data.chunk_ids, data.chunk_weight)
         return index
 
     def _setup(self, point_ids: list[str], note_ids: list[str], types: list[str], paths: list[str],
-               tags: list[list[str]], ptr: np.ndarray, terms: np.ndarray, vals: np.ndarray) -> None:
+               tags: list[list[str]], ptr: np.ndarray, terms: np.ndarray, vals: np.ndarray, chunk_ids: list[str],
+               weights: np.ndarray) -> None:
         """Row-major BM25 vectors (CSR by chunk) turned term-major: one posting (rows, values) per term."""
         self.point_ids = point_ids
+        self.chunk_ids = chunk_ids
+        self.weights = weights
         self.row_of = {pid: i for i, pid in enumerate(point_ids)}
         self.note_ids = np.array(note_ids, dtype=object)
         self.types = np.array(types, dtype=object)
@@ -128,5 +133,14 @@ class LexicalIndex:
         return {pid: float(s[self.row_of[pid]]) for pid in point_ids if pid in self.row_of}
 
     def chunks_of_notes(self, note_ids: Sequence[str], mask: np.ndarray | None) -> list[str]:
+        return [self.point_ids[r] for r in self.rows_of_notes(note_ids, mask)]
+
+    def rows_of_notes(self, note_ids: Sequence[str], mask: np.ndarray | None) -> list[int]:
         rows = [r for nid in note_ids for r in self.rows_of_note.get(nid, ())]
-        return [self.point_ids[r] for r in rows if mask is None or mask[r]]
+        return [r for r in rows if mask is None or mask[r]]
+
+    def brief_payload(self, row: int) -> dict:
+        """The fields ranking needs (the full payload is read from Qdrant only for the hits shown)."""
+        return {"chunk_id": self.chunk_ids[row], "note_id": str(self.note_ids[row]), "type": str(self.types[row]),
+                "path": self.paths[row], "tags": sorted(self.tags[row]),
+                "retriever_weight": float(self.weights[row])}

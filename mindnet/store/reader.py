@@ -132,3 +132,23 @@ def read_points(client: QdrantClient, collection: str, *, fields: list[str] | No
             log.warning("reading %s from local Qdrant's columns failed (%s); scrolling instead", collection, exc)
     page = LOCAL_FALLBACK_PAGE if is_local(client) else SERVER_PAGE
     return list(_scroll(client, collection, fields, sparse, page))
+
+
+def dense_vectors(client: QdrantClient, collection: str, point_ids: list[str], name: str) -> dict[str, np.ndarray]:
+    """The dense vectors `name` of the given points that have one, as float32 arrays (locally a row gather
+    from the collection's matrix, not a record per point)."""
+    col = _local_collection(client, collection)
+    if col is not None and name in getattr(col, "vectors", {}) and name in getattr(col, "deleted_per_vector", {}):
+        rows = [(pid, col.ids.get(pid)) for pid in point_ids]
+        rows = [(pid, i) for pid, i in rows if i is not None and not col.deleted[i]
+                and not col.deleted_per_vector[name][i]]
+        if not rows:
+            return {}
+        matrix = col.vectors[name][np.fromiter((i for _, i in rows), dtype=np.int64, count=len(rows))]
+        return {pid: np.asarray(v, dtype=np.float32) for (pid, _), v in zip(rows, matrix, strict=True)}
+    out = {}
+    for p in client.retrieve(collection, ids=point_ids, with_payload=False, with_vectors=[name]):
+        vec = (p.vector or {}).get(name) if isinstance(p.vector, dict) else p.vector
+        if vec is not None:
+            out[str(p.id)] = np.asarray(vec, dtype=np.float32)
+    return out

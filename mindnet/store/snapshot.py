@@ -42,7 +42,7 @@ from mindnet.store.reader import iter_payloads, no_gc, read_points
 log = logging.getLogger(__name__)
 FORMAT = 1                          # bump when the arrays change shape or meaning
 STRUCTURAL = ("belongs_to", "next", "prev")
-CHUNK_FIELDS = ["chunk_id", "note_id", "type", "tags", "path"]
+CHUNK_FIELDS = ["chunk_id", "note_id", "type", "tags", "path", "retriever_weight"]
 NOTE_FIELDS = ["note_id", "title", "fingerprint", "edges_hash"]
 
 
@@ -134,6 +134,8 @@ class IndexData:
     titles: list[str]
     # chunks, in point-id order, with their BM25 vectors row-major
     chunk_pids: list[str]
+    chunk_ids: list[str]
+    chunk_weight: np.ndarray        # float64: the note type's retriever_weight
     chunk_note: list[str]
     chunk_type: list[str]
     chunk_path: list[str]
@@ -264,6 +266,8 @@ def _build(client: QdrantClient, prefix: str) -> IndexData:
     in_deg, out_deg, pr_rel, linked = graph_figures(len(nodes), src, dst, conf)
     data = IndexData(
         digest=digest, note_ids=note_ids, titles=titles, chunk_pids=[r.id for r in chunks],
+        chunk_ids=[str(r.payload.get("chunk_id", "")) for r in chunks],
+        chunk_weight=np.array([float(r.payload.get("retriever_weight", 1.0)) for r in chunks], dtype=np.float64),
         chunk_note=[str(r.payload.get("note_id", "")) for r in chunks],
         chunk_type=[str(r.payload.get("type", "")) for r in chunks],
         chunk_path=[str(r.payload.get("path", "")) for r in chunks],
@@ -332,7 +336,9 @@ def save(data: IndexData, path: Path) -> None:
         columns[f"col_{name}_offsets"] = packed._offsets
     arrays = {
         "meta": _json_array(meta),
+        "chunk_weight": data.chunk_weight,
         "strings": _json_array({"note_ids": data.note_ids, "titles": data.titles, "chunk_pids": data.chunk_pids,
+                                "chunk_ids": data.chunk_ids,
                                 "chunk_note": data.chunk_note, "chunk_type": data.chunk_type,
                                 "chunk_path": data.chunk_path, "chunk_tags": data.chunk_tags,
                                 "nodes": data.nodes}),
@@ -380,6 +386,7 @@ def _load(path: Path) -> IndexData:
         s = json.loads(arrays["strings"].tobytes())
         data = IndexData(
             digest=meta["digest"], note_ids=s["note_ids"], titles=s["titles"], chunk_pids=s["chunk_pids"],
+            chunk_ids=s["chunk_ids"], chunk_weight=arrays["chunk_weight"],
             chunk_note=s["chunk_note"], chunk_type=s["chunk_type"], chunk_path=s["chunk_path"],
             chunk_tags=s["chunk_tags"], sparse_ptr=arrays["sparse_ptr"], sparse_terms=arrays["sparse_terms"],
             sparse_vals=arrays["sparse_vals"], nodes=s["nodes"], edge_src=arrays["edge_src"],
@@ -401,7 +408,8 @@ def _validate(d: IndexData, path: Path) -> None:
     """Shapes and bounds agree (a snapshot written by a buggy or foreign writer is not trusted)."""
     chunks, nodes, edges = len(d.chunk_pids), len(d.nodes), len(d.edge_src)
     problems = []
-    if not (len(d.chunk_note) == len(d.chunk_type) == len(d.chunk_path) == len(d.chunk_tags) == chunks):
+    if not (len(d.chunk_note) == len(d.chunk_type) == len(d.chunk_path) == len(d.chunk_tags) == len(d.chunk_ids)
+            == len(d.chunk_weight) == chunks):
         problems.append("chunk columns differ in length")
     if len(d.sparse_ptr) != chunks + 1 or d.sparse_ptr[0] != 0 or np.any(np.diff(d.sparse_ptr) < 0) \
             or d.sparse_ptr[-1] != len(d.sparse_terms) or len(d.sparse_terms) != len(d.sparse_vals):
