@@ -254,13 +254,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mindnet.service import Mindnet
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
-    _ = mindnet.client   # open the index now: a locked Qdrant folder is reported before the server starts
+    mindnet.check_free()   # a Qdrant folder another process holds is reported before the server starts
     from mindnet.security import exposure_warning
     warning = exposure_warning(args.host, mindnet.settings.api_token)
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
     app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
-    # the retriever's mirrors load from the index snapshot while the server starts: the first search is warm
+    # Qdrant opens (local mode loads every point) and the retriever's mirrors load from the index snapshot while
+    # the server starts: /health answers at once, and the first search is warm
     threading.Thread(target=mindnet.warm, name="mindnet-warm", daemon=True).start()
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
     mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
