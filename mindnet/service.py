@@ -88,8 +88,12 @@ class Mindnet:
 
     @property
     def opened(self) -> bool:
-        """The Qdrant client is open (a local folder with 500k points takes Qdrant ~25 s to load)."""
-        return "client" in self.__dict__
+        return "client" in self.__dict__ or self._client is not None
+
+    @property
+    def opening(self) -> bool:
+        """The Qdrant client is being opened right now (a local folder with 500k points takes Qdrant ~25 s)."""
+        return not self.opened and self._open_lock.locked()
 
     def check_free(self) -> None:
         """Raise StoreLockedError now when another mindnet process holds the local Qdrant folder (before a
@@ -230,7 +234,7 @@ class Mindnet:
     def counts(self, *, wait: bool = True) -> dict[str, int]:
         """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
         step holds it) answers with the last counts instead of waiting for it."""
-        if not wait and not self.opened:       # still opening (serve opens in the background)
+        if not wait and self.opening:       # serve opens the index in the background: do not wait for it
             return dict(self.last_counts)
         if not self.index_lock.acquire(blocking=wait or not self.last_counts):
             return dict(self.last_counts)
