@@ -49,6 +49,7 @@ from mindnet.indexing.sparse import sparse_doc_fn, sparse_query_fn
 from mindnet.indexing.vectors import afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
+from mindnet.store import snapshot
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue, scan_vault
 
@@ -299,6 +300,7 @@ class Importer:
             self.progress.end_notes(failed=True)
             raise
         self.progress.end_notes()
+        self._write_snapshot()
         if embed and not report.stopped_early:
             await self._phase2(report, progress=progress, should_stop=should_stop)
         report.embedding_calls = self.embedder.calls - calls0
@@ -390,6 +392,16 @@ class Importer:
             report.unresolved += [(p.note.path, e.target_text or e.target_id) for e in p.edges
                                   if not e.resolved and e.rule_id.startswith(("explicit", "inline", "callout"))]
         report.seconds_phase1 = time.perf_counter() - start1
+
+    def _write_snapshot(self) -> None:
+        """The retriever's in-memory mirrors as one file beside a local Qdrant folder, current with what phase 1
+        wrote (`mindnet.store.snapshot`), so a server or the Python API starts in seconds. A run that wrote
+        nothing finds the snapshot current (one read of the note records) and leaves it."""
+        if snapshot.snapshot_path(self.client, self.prefix) is None:
+            return
+        with self.lock:
+            opened = snapshot.open_index(self.client, self.prefix)
+        log.info("index snapshot %s in %.2f s", opened.status, opened.seconds)
 
     async def _phase2(self, report: ImportReport, *, progress: Progress | None,
                       should_stop: Callable[[], bool] | None) -> None:

@@ -43,6 +43,15 @@ def edge_kinds(payload: dict) -> list[str]:
     return payload.get("kinds") or [payload["kind"]]
 
 
+def kind_label(payload: dict) -> str:
+    """An edge's kinds as one label ("references+related_to"; kind names never hold '+'), for arrays of kinds."""
+    return "+".join(edge_kinds(payload))
+
+
+def label_kinds(label: str) -> list[str]:
+    return label.split("+")
+
+
 def edge_as(payload: dict, wanted: set[str] | frozenset[str]) -> dict | None:
     """The edge as one of the `wanted` kinds, or None: itself when its own kind is wanted, else (matched by a
     merged default kind only) a copy shown as that kind with the default's rule and confidence, exactly as
