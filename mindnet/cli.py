@@ -9,6 +9,7 @@ import argparse
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +48,13 @@ def render_import_report(report, as_json: bool, *, all_unresolved: bool = False)
     t.add_row("unresolved links", f"{data['unresolved_count']} to "
                                   f"{len(report.unresolved_targets(None))} targets")
     t.add_row("attachments", f"{data['attachments']} links to files (images, PDFs, ...)")
+    if data["mention_sources_top"]:
+        top = ", ".join(f"{m['note']} {m['mentions']}" for m in data["mention_sources_top"][:5])
+        t.add_row("mentions", f"{data['mention_edges']} edges; most from {escape(top)}")
+    if data["mention_common"]:
+        t.add_row("common names", ", ".join(f"{escape(m['name'])!r} in {m['notes']} notes"
+                                            for m in data["mention_common"][:5])
+                  + " (common: damped or no mention edges, types.yaml `mentions`)")
     t.add_row("embedding", f"{data['embedded_texts']} texts in {data['embedding_calls']} calls, "
                            f"{data['seconds_embedding']:.2f} s; searchable after {data['seconds_phase1']:.2f} s")
     if data["vectors_missing"]:
@@ -127,6 +135,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
+        if data["snapshot"] in ("stale", "missing", "corrupt"):
+            console.print(f"index snapshot: {data['snapshot']} (rebuilt from Qdrant when the index is next opened)")
         if data["unembedded"]:
             console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
                           f"`mindnet ingest` or a running server adds their vectors)")
@@ -251,12 +261,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mindnet.service import Mindnet
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
-    _ = mindnet.client   # open the index now: a locked Qdrant folder is reported before the server starts
+    mindnet.check_free()   # a Qdrant folder another process holds is reported before the server starts
     from mindnet.security import exposure_warning
     warning = exposure_warning(args.host, mindnet.settings.api_token)
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
     app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
+    # Qdrant opens (local mode loads every point) and the retriever's mirrors load from the index snapshot while
+    # the server starts: /health answers at once, and the first search is warm
+    threading.Thread(target=mindnet.warm, name="mindnet-warm", daemon=True).start()
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
     mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
     following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"

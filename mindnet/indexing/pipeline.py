@@ -49,6 +49,7 @@ from mindnet.indexing.sparse import sparse_doc_fn, sparse_query_fn
 from mindnet.indexing.vectors import afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
+from mindnet.store import snapshot
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue, scan_vault
 
@@ -113,6 +114,7 @@ def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_k
         planned.append(PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key),
                                    edges_fingerprint(edges)))
     report.seconds_mentions = mentions.seconds if mentions is not None else 0.0
+    report.mention_common = mentions.common_names() if mentions is not None else []
     return planned
 
 
@@ -138,9 +140,10 @@ class Importer:
 
     def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig,
                  lock: AbstractContextManager | None = None, progress: ImportProgress | None = None,
-                 on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None
-                 ) -> None:
+                 on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None,
+                 layout: coll.CollectionLayout | None = None) -> None:
         self.client = client
+        self.layout = layout or coll.CollectionLayout()   # shards/replicas of new collections on a server
         self.prefix = prefix
         self.names = coll.names(prefix)
         self.embedder = embedder
@@ -298,6 +301,7 @@ class Importer:
             self.progress.end_notes(failed=True)
             raise
         self.progress.end_notes()
+        self._write_snapshot()
         if embed and not report.stopped_early:
             await self._phase2(report, progress=progress, should_stop=should_stop)
         report.embedding_calls = self.embedder.calls - calls0
@@ -336,7 +340,7 @@ class Importer:
             if dim is None:
                 dim = await self.embedder.aprobe_dim()
             with self.lock:
-                coll.ensure_collections(self.client, self.prefix, dim)
+                coll.ensure_collections(self.client, self.prefix, dim, self.layout)
         with self.lock:
             coll.tune_local_storage(self.client, self.prefix)
             current = {p.note.note_id for p in planned}
@@ -383,10 +387,22 @@ class Importer:
                 continue
             report.chunks += len(p.nodes)
             report.edges_by_kind.update(e.kind for e in p.edges)
-            report.mention_edges += sum(e.kind == "mentions" for e in p.edges)
+            if mentioned := sum(e.kind == "mentions" for e in p.edges):
+                report.mention_edges += mentioned
+                report.mention_sources[p.note.path] = mentioned
             report.unresolved += [(p.note.path, e.target_text or e.target_id) for e in p.edges
                                   if not e.resolved and e.rule_id.startswith(("explicit", "inline", "callout"))]
         report.seconds_phase1 = time.perf_counter() - start1
+
+    def _write_snapshot(self) -> None:
+        """The retriever's in-memory mirrors as one file beside a local Qdrant folder, current with what phase 1
+        wrote (`mindnet.store.snapshot`), so a server or the Python API starts in seconds. A run that wrote
+        nothing finds the snapshot current (one read of the note records) and leaves it."""
+        if snapshot.snapshot_path(self.client, self.prefix) is None:
+            return
+        with self.lock:
+            opened = snapshot.open_index(self.client, self.prefix)
+        log.info("index snapshot %s in %.2f s", opened.status, opened.seconds)
 
     async def _phase2(self, report: ImportReport, *, progress: Progress | None,
                       should_stop: Callable[[], bool] | None) -> None:

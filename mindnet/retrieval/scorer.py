@@ -44,8 +44,7 @@ def load_titles(client: QdrantClient, prefix: str) -> dict[str, str]:
 
 
 def stats_from_index(index: EdgeIndex, note_count: int, hub_degree: float, chance: float = 0.0) -> GraphStats:
-    return GraphStats((e for edges in index.by_note.values() for e in edges), note_count, hub_degree=hub_degree,
-                      chance=chance)
+    return index.graph_stats(note_count, hub_degree, chance)
 
 
 def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> list[EdgeRef]:
