@@ -59,10 +59,10 @@ def test_the_graph_is_never_worse_than_depth_zero_on_the_sample_set(report) -> N
     assert graph["recall@5"] >= flat["recall@5"]
 
 
-def test_the_graph_never_puts_the_hub_note_first_for_a_question_not_about_it(report) -> None:
-    # "Soll ich einen Reranker einsetzen?" finds the hub first without the graph too (its own text mentions
-    # rerankers: semantic 0.844 vs 0.692); the graph adds nothing to it (linked from 6 of 7 hits: chance)
+def test_the_hub_note_is_first_only_for_questions_about_it(report) -> None:
+    # measured: first for none of the 40 questions, with or without the graph ("Soll ich einen Reranker
+    # einsetzen?" found it first while the task note weighed 0.7 and the project 0.9)
     about_hub = {r["_id"] for r in rows() if r["gold_paths"] == ["projects/mindnet.md"]}
-    first = {q for q, top in report.top3["hybrid-d1"].items() if top and top[0] == HUB}
-    first_without_graph = {q for q, top in report.top3["hybrid-d0"].items() if top and top[0] == HUB}
-    assert first <= about_hub | first_without_graph
+    for mode in ("hybrid-d0", "hybrid-d1"):
+        first = {q for q, top in report.top3[mode].items() if top and top[0] == HUB}
+        assert first <= about_hub, mode
