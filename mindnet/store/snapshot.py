@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 from qdrant_client import QdrantClient
+from scipy import sparse  # imported with the module: not in the first search
 
 from mindnet.errors import StoreError
 from mindnet.store.client import is_local
@@ -105,7 +106,6 @@ def pagerank(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, al
     over the weighted directed graph of `n` nodes given as edge arrays (one edge per node pair)."""
     if n == 0:
         return np.zeros(0)
-    from scipy import sparse
     out_weight = np.bincount(src, weights=weight, minlength=n)
     scale = np.divide(1.0, out_weight, out=np.zeros(n), where=out_weight != 0)
     transition = sparse.csr_matrix((weight * scale[src], (dst, src)), shape=(n, n))   # x @ P as P^T x
