@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -122,6 +122,10 @@ class Subgraph:
     def _by_end(self) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
         """Edges grouped by target note and by source note, built once (explanations ask per hit)."""
         if self._ends is None or self._ends[2] != len(self.edges):
+            if isinstance(self.edges, LazyEdges):      # from the CSR index: decoded per note when asked
+                into_rows, out_rows = self.edges.by_end()
+                self._ends = (into_rows, out_rows, len(self.edges))   # type: ignore[assignment]
+                return self._ends[0], self._ends[1]
             into: dict[str, list[dict]] = {}
             out: dict[str, list[dict]] = {}
             for e in self.edges:
@@ -266,6 +270,43 @@ def _server_hop(client: QdrantClient, collection: str, frontier: list[str], kind
     return _cap_hop([sorted(around[n], key=_strength) for n in frontier], caps, budget, seen)
 
 
+class _Decoded:
+    """note -> its edge payloads, decoded from edge rows when a note is asked for (`dict.get` only)."""
+
+    def __init__(self, rows: dict[str, list[int]], index: EdgeIndex) -> None:
+        self._rows, self._index = rows, index
+
+    def get(self, note: str, default: list[dict] | None = None) -> list[dict]:
+        rows = self._rows.get(note)
+        return [self._index.payload(r) for r in rows] if rows else (default if default is not None else [])
+
+
+class LazyEdges(Sequence):
+    """`Subgraph.edges` of a CSR expansion: the edge rows kept, each payload decoded when it is read (a search
+    explains ~10 notes, not the hundreds of edges the expansion loaded)."""
+
+    def __init__(self, index: EdgeIndex, rows: np.ndarray) -> None:
+        self.index, self.rows = index, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self.index.payload(int(r)) for r in self.rows[i]]
+        return self.index.payload(int(self.rows[i]))
+
+    def by_end(self) -> tuple[_Decoded, _Decoded]:
+        into: dict[str, list[int]] = {}
+        out: dict[str, list[int]] = {}
+        nodes = self.index.nodes
+        for r, s, d in zip(self.rows.tolist(), self.index.src[self.rows].tolist(), self.index.dst[self.rows].tolist(),
+                           strict=True):
+            into.setdefault(nodes[d], []).append(r)
+            out.setdefault(nodes[s], []).append(r)
+        return _Decoded(into, self.index), _Decoded(out, self.index)
+
+
 class EdgeIndex:
     """The resolved links between different notes as CSR adjacency by note index: for each note its outgoing
     and its incoming edge rows, strongest first, so an expansion takes a slice per frontier note and caps it
@@ -392,17 +433,19 @@ def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: in
     frontier = sorted(seed_notes)
     seen_rows: set[int] = set()
     seen_ids: set[str] = set()
+    kept: list[np.ndarray] = []
     strongest: dict[tuple[str, str], float] = {}
     for _ in range(depth):
         visited.update(frontier)
-        budget = None if caps.per_query is None else caps.per_query - len(sub.edges)
+        loaded = len(seen_rows) if edge_index is not None else len(sub.edges)
+        budget = None if caps.per_query is None else caps.per_query - loaded
         if edge_index is not None:
             rows = edge_index.hop(frontier, kinds, caps, budget, seen_rows)
             seen_rows.update(rows.tolist())
+            kept.append(rows)
             hop = [(edge_index.nodes[s], edge_index.nodes[d], c) for s, d, c in
                    zip(edge_index.src[rows].tolist(), edge_index.dst[rows].tolist(), edge_index.conf[rows].tolist(),
                        strict=True)]
-            sub.edges += [edge_index.payload(r) for r in rows.tolist()]
         else:
             loaded = _server_hop(client, collection, frontier, kinds, caps, budget, seen_ids)
             seen_ids.update(e["edge_id"] for e in loaded)
@@ -417,4 +460,6 @@ def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: in
         if not frontier or (budget is not None and len(hop) >= budget):
             break
     sub.graph.add_weighted_edges_from(((s, d, c) for (s, d), c in strongest.items()), weight="confidence")
+    if edge_index is not None:
+        sub.edges = LazyEdges(edge_index, np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64))
     return sub
