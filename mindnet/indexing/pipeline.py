@@ -114,6 +114,7 @@ def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_k
         planned.append(PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key),
                                    edges_fingerprint(edges)))
     report.seconds_mentions = mentions.seconds if mentions is not None else 0.0
+    report.mention_common = mentions.common_names() if mentions is not None else []
     return planned
 
 
@@ -139,9 +140,10 @@ class Importer:
 
     def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig,
                  lock: AbstractContextManager | None = None, progress: ImportProgress | None = None,
-                 on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None
-                 ) -> None:
+                 on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None,
+                 layout: coll.CollectionLayout | None = None) -> None:
         self.client = client
+        self.layout = layout or coll.CollectionLayout()   # shards/replicas of new collections on a server
         self.prefix = prefix
         self.names = coll.names(prefix)
         self.embedder = embedder
@@ -186,7 +188,8 @@ class Importer:
         return {
             "note_id": n.note_id, "title": n.title, "type": n.type, "path": n.path, "aliases": n.aliases,
             "tags": n.tags, "retriever_weight": spec.retriever_weight, "chunk_profile": spec.chunk_profile,
-            "edge_defaults": spec.edge_defaults, "updated": int(n.mtime), "fulltext": n.body,
+            "index_note": n.type == self.types.index_type(), "edge_defaults": spec.edge_defaults,
+            "updated": int(n.mtime), "fulltext": n.body,
             "frontmatter": n.frontmatter, "fingerprint": p.fingerprint, "edges_hash": p.edges_hash,
             "chunk_ids": [x.node_id for x in p.nodes], "edge_ids": [e.edge_id for e in p.edges],
             "embedding_model": self.embedder.key,
@@ -338,7 +341,7 @@ class Importer:
             if dim is None:
                 dim = await self.embedder.aprobe_dim()
             with self.lock:
-                coll.ensure_collections(self.client, self.prefix, dim)
+                coll.ensure_collections(self.client, self.prefix, dim, self.layout)
         with self.lock:
             coll.tune_local_storage(self.client, self.prefix)
             current = {p.note.note_id for p in planned}
@@ -385,7 +388,9 @@ class Importer:
                 continue
             report.chunks += len(p.nodes)
             report.edges_by_kind.update(e.kind for e in p.edges)
-            report.mention_edges += sum(e.kind == "mentions" for e in p.edges)
+            if mentioned := sum(e.kind == "mentions" for e in p.edges):
+                report.mention_edges += mentioned
+                report.mention_sources[p.note.path] = mentioned
             report.unresolved += [(p.note.path, e.target_text or e.target_id) for e in p.edges
                                   if not e.resolved and e.rule_id.startswith(("explicit", "inline", "callout"))]
         report.seconds_phase1 = time.perf_counter() - start1
