@@ -74,6 +74,19 @@ class MentionSettings(Strict):
     short_damping: float = Field(0.5, ge=0, le=1)           # confidence factor of a short name (0: no edge)
 
 
+class IndexNoteSettings(Strict):
+    """Index-note detection at import (see mindnet/vault/index_notes.py): a note without a frontmatter type
+    whose body is mostly links gets type `type` (its low retriever_weight damps it in every search)."""
+
+    enabled: bool = True
+    type: str = Field("index", description="the type index notes get; must be defined under types")
+    min_links: int = Field(8, ge=1, description="distinct links an index note has at least")
+    min_link_lines: float = Field(0.6, ge=0, le=1, description="share of its text lines that are link items")
+    max_item_words: int = Field(8, ge=0, description="words outside the links a link item may have")
+    tags: list[str] = Field(default_factory=lambda: ["moc", "index"],
+                            description="tags that make a note an index note whatever its body")
+
+
 class EdgeConfidence(Strict):
     wikilink: float = Field(1.0, ge=0, le=1)
     embed: float = Field(1.0, ge=0, le=1)
@@ -91,11 +104,22 @@ class TypesConfig(Strict):
     types: dict[str, TypeSpec]
     mentions: MentionSettings = MentionSettings()
     confidence: EdgeConfidence = EdgeConfidence()
+    index_notes: IndexNoteSettings = IndexNoteSettings()
+
+    def index_type(self) -> str | None:
+        """The type detected index notes get, or None when detection is off (or the type is not defined)."""
+        cfg = self.index_notes
+        return cfg.type if cfg.enabled and cfg.type in self.types else None
 
     @model_validator(mode="after")
     def _references(self) -> TypesConfig:
         if self.default_type not in self.types:
             raise ValueError(f"default_type '{self.default_type}' is not defined under types")
+        # a types.yaml written before index notes existed has no such type: detection is off for it
+        if "index_notes" in self.model_fields_set and self.index_notes.enabled and \
+                self.index_notes.type not in self.types:
+            raise ValueError(f"index_notes.type '{self.index_notes.type}' is not defined under types (add it, "
+                             f"or set index_notes.enabled: false)")
         for name, spec in self.types.items():
             if spec.chunk_profile not in self.chunk_profiles:
                 raise ValueError(
@@ -127,6 +151,8 @@ class ExpandSettings(Strict):
 class GraphSettings(Strict):
     hub_degree: float = Field(10.0, gt=0, description="distinct links a note may have before each counts less: "
                                                        "weight min(1, sqrt(hub_degree / links))")
+    chance: float = Field(0.0, ge=0, le=1, description="share of the chance-expected linkers (K x in / N) "
+                                                         "subtracted in B_edge")
 
 
 class HybridSettings(Strict):

@@ -96,7 +96,7 @@ def test_sample_vault_reports_the_broken_note_the_unknown_type_and_the_unresolve
     assert [str(i) for i in report.warnings] == [
         "warning: Linsensuppe.md: unknown type 'recipe' in frontmatter; using 'concept' "
         "(known: concept, decision, "
-        "experience, person, project, source, task, value; add it to types.yaml or fix the spelling)",
+        "experience, index, person, project, source, task, value; add it to types.yaml or fix the spelling)",
         "warning: broken-frontmatter.md:5: frontmatter is not valid YAML: found unexpected end of stream; the "
         "note was imported without its frontmatter (fix: check quotes and indentation of that line)",
     ]

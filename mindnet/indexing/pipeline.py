@@ -188,7 +188,8 @@ class Importer:
         return {
             "note_id": n.note_id, "title": n.title, "type": n.type, "path": n.path, "aliases": n.aliases,
             "tags": n.tags, "retriever_weight": spec.retriever_weight, "chunk_profile": spec.chunk_profile,
-            "edge_defaults": spec.edge_defaults, "updated": int(n.mtime), "fulltext": n.body,
+            "index_note": n.type == self.types.index_type(), "edge_defaults": spec.edge_defaults,
+            "updated": int(n.mtime), "fulltext": n.body,
             "frontmatter": n.frontmatter, "fingerprint": p.fingerprint, "edges_hash": p.edges_hash,
             "chunk_ids": [x.node_id for x in p.nodes], "edge_ids": [e.edge_id for e in p.edges],
             "embedding_model": self.embedder.key,
@@ -300,7 +301,8 @@ class Importer:
             self.progress.end_notes(failed=True)
             raise
         self.progress.end_notes()
-        self._write_snapshot()
+        if not report.stopped_early:      # a newer run is about to write again: it writes the snapshot
+            self._write_snapshot()
         if embed and not report.stopped_early:
             await self._phase2(report, progress=progress, should_stop=should_stop)
         report.embedding_calls = self.embedder.calls - calls0

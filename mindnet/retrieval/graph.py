@@ -5,11 +5,12 @@ names. Both bonuses are on an absolute scale (nothing is normalised to the best 
 hubs with the vault-wide figures of `GraphStats`:
 
     spec(k)  = min(1, sqrt(hub_degree / k))            specificity of a note with k distinct links (1 = not a hub)
-    B_edge   = max(0, sum over seed notes s linking to n of conf(s, n) * rel(s) * spec(out(s))
-                      - K * in(n) / N) * spec(in(n)) / K           (K seeds, N notes in the vault)
-               rel(s) = s's semantic score / the best seed's: a link from a weak hit counts less;
-               K * in(n) / N = the seeds expected to link to n by chance (a hub linked by half the vault
-               gets nothing for being linked by half the hits)
+    B_edge   = min(1, max(0, sum over seed notes s linking to n of conf(s, n) * rel(s) * spec(out(s))
+                             - chance * K * in(n) / N) * spec(in(n)))     (K seeds, N notes in the vault)
+               rel(s) = s's semantic score / the best seed's: a link from a weak hit counts less; one specific
+               link from the best hit is full evidence (1);
+               K * in(n) / N = the seeds expected to link to n by chance, subtracted with weight `chance`
+               (retriever.yaml graph.chance; 0 by default, as measured)
     B_cent   = share(n) * min(1, 1 / pr_rel(n))
                share(n) = the part of a personalised PageRank walk (restarting at the seeds by relevance, edges
                weighted by confidence x spec(out(source))) that arrives at n over a link: 0..1
@@ -51,7 +52,8 @@ class GraphStats:
     note. The import computes them into the index snapshot (`GraphStats.from_data`); built from edge payloads
     (a Qdrant server, tests) they are computed here the same way, on CSR arrays."""
 
-    def __init__(self, edges: Iterable[dict], note_count: int = 0, *, hub_degree: float = 10.0) -> None:
+    def __init__(self, edges: Iterable[dict], note_count: int = 0, *, hub_degree: float = 10.0,
+                 chance: float = 0.0) -> None:
         best: dict[tuple[str, str], float] = {}
         for e in edges:
             src, dst = e["note_id"], note_of(e["target_id"])
@@ -65,28 +67,29 @@ class GraphStats:
         dst_a = np.fromiter((index[d] for _, d in best), dtype=np.int64, count=len(best))
         conf_a = np.fromiter(best.values(), dtype=np.float64, count=len(best))
         in_deg, out_deg, pr_rel, _ = graph_figures(len(nodes), src_a, dst_a, conf_a)
-        self._set(nodes, in_deg, out_deg, pr_rel, max(note_count, len(nodes)), hub_degree)
+        self._set(nodes, in_deg, out_deg, pr_rel, max(note_count, len(nodes)), hub_degree, chance)
 
     def _set(self, nodes: list[str], in_deg: np.ndarray, out_deg: np.ndarray, pr_rel: np.ndarray, notes: int,
-             hub_degree: float) -> None:
+             hub_degree: float, chance: float = 0.0) -> None:
         self.hub_degree = hub_degree
+        self.chance = chance          # weight of the chance correction in B_edge (retriever.yaml graph.chance)
         self.in_degree: dict[str, int] = dict(zip(nodes, in_deg.tolist(), strict=True))
         self.out_degree: dict[str, int] = dict(zip(nodes, out_deg.tolist(), strict=True))
         self.notes = notes
         self.pr_rel: dict[str, float] = dict(zip(nodes, pr_rel.tolist(), strict=True)) if len(nodes) else {}
 
     @classmethod
-    def from_data(cls, data: IndexData, hub_degree: float = 10.0) -> GraphStats:
+    def from_data(cls, data: IndexData, hub_degree: float = 10.0, chance: float = 0.0) -> GraphStats:
         """The figures the import stored in the index snapshot (only notes with a link have an entry)."""
         stats = cls.__new__(cls)
         keep = np.flatnonzero(data.linked)
         stats._set([data.nodes[i] for i in keep.tolist()], data.in_degree[keep], data.out_degree[keep],
-                   data.pr_rel[keep], data.graph_notes, hub_degree)
+                   data.pr_rel[keep], data.graph_notes, hub_degree, chance)
         return stats
 
     @classmethod
-    def empty(cls, hub_degree: float = 10.0) -> GraphStats:
-        return cls([], hub_degree=hub_degree)
+    def empty(cls, hub_degree: float = 10.0, chance: float = 0.0) -> GraphStats:
+        return cls([], hub_degree=hub_degree, chance=chance)
 
     def spec_in(self, note_id: str) -> float:
         return specificity(self.in_degree.get(note_id, 0), self.hub_degree)
@@ -147,14 +150,15 @@ class Subgraph:
 
     def edge_bonus(self, note_id: str) -> float:
         """B_edge (see the module docstring): each linking seed counts once, by its strongest edge, weighted by
-        its relevance and by the specificity of both ends, minus what chance gives a note that in(n) of the
-        vault's N notes link to (K seeds x in(n) / N); divided by the number of seeds K (0..1)."""
+        its relevance and by the specificity of both ends, minus `chance` x what chance gives a note that
+        in(n) of the vault's N notes link to (K seeds x in(n) / N); at most 1. One specific link from the best
+        hit is full evidence (1.0); a link from a hub or into a hub counts less."""
         if note_id not in self.graph or not self.seeds:
             return 0.0
         spec_in = self.stats.spec_in(note_id)
         total = sum(min(1.0, self.graph[s][note_id]["confidence"]) * self.relevance(s) * self.stats.spec_out(s)
                     for s in self.linkers(note_id))
-        return max(0.0, total * spec_in - self.expected_linkers(note_id) * spec_in) / self.relevant_seeds
+        return min(1.0, max(0.0, total - self.stats.chance * self.expected_linkers(note_id)) * spec_in)
 
     @property
     def relevant_seeds(self) -> int:
@@ -318,13 +322,13 @@ class EdgeIndex:
         from mindnet.store.reader import read_points
         return cls(r.payload for r in read_points(client, names(prefix)["edges"]))
 
-    def graph_stats(self, note_count: int, hub_degree: float) -> GraphStats:
+    def graph_stats(self, note_count: int, hub_degree: float, chance: float = 0.0) -> GraphStats:
         """Degrees and global PageRank of these edges (when no snapshot computed them at import time)."""
         in_deg, out_deg, pr_rel, linked = graph_figures(len(self.nodes), self.src, self.dst, self.conf)
         stats = GraphStats.__new__(GraphStats)
         keep = np.flatnonzero(linked)
         stats._set([self.nodes[i] for i in keep.tolist()], in_deg[keep], out_deg[keep], pr_rel[keep],
-                   max(note_count, len(keep)), hub_degree)
+                   max(note_count, len(keep)), hub_degree, chance)
         return stats
 
     def payload(self, row: int) -> dict:
