@@ -95,7 +95,8 @@ class Mindnet:
     def importer(self) -> Importer:
         return Importer(client=self.client, prefix=self.settings.collection_prefix, embedder=self.embedder,
                         types=self.settings.types, lock=self.index_lock, progress=self.progress,
-                        on_written=self._after_import, on_embedded=self._after_vectors)
+                        on_written=self._after_import, on_embedded=self._after_vectors,
+                        manifest=self.settings.cache_dir / f"manifest-{self.settings.collection_prefix}.json")
 
     @cached_property
     def retriever(self) -> MindnetRetriever:

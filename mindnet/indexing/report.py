@@ -31,6 +31,8 @@ class ImportReport:
     vectors_missing: int = 0       # chunks still without a dense vector (backend failed, or stopped early)
     stopped_early: bool = False    # phase 2 stopped for newer changes; the next run continues it
     mention_edges: int = 0
+    planned: str = "vault"         # "vault": every note read and linked; "changes": only changed files and
+    neighbours: int = 0            # the notes whose links or mentions they affect (this many)
 
     def absorb(self, phase2: ImportReport) -> None:
         """Add a separate phase-2 run (`Importer.fill`) to this phase-1 report."""
@@ -79,5 +81,5 @@ class ImportReport:
             "seconds_total": round(self.seconds_total, 3), "seconds_embedding": round(self.seconds_embedding, 3),
             "seconds_mentions": round(self.seconds_mentions, 3), "mention_edges": self.mention_edges,
             "seconds_phase1": round(self.seconds_phase1, 3), "vectors_missing": self.vectors_missing,
-            "stopped_early": self.stopped_early,
+            "stopped_early": self.stopped_early, "planned": self.planned, "neighbours": self.neighbours,
         }
