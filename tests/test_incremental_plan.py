@@ -7,12 +7,15 @@ import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from helpers_vault import fake_settings, write_vault
 from test_import_pipeline import WriteSpy
 
+from mindnet.errors import StoreLockedError
 from mindnet.indexing.report import ImportReport
 from mindnet.indexing.state import TOKEN_KEY
 from mindnet.service import Mindnet
@@ -257,3 +260,48 @@ def test_random_edits_match_a_full_import(tmp_path, make_app, reference):
         report = app.ingest()
         assert report.planned == "changes", (step, action)
         _assert_same_as_full(app, report, reference)
+
+
+def test_an_unchanged_reimport_does_not_open_qdrant(tmp_path, make_app):
+    vault = write_vault(tmp_path / "vault", BASE)
+    _stamp(vault, 0)
+    before = make_app().ingest()
+    app = make_app()
+    report = app.ingest()
+    assert (app.importer.client_open, "client" in app.__dict__) == (False, False)
+    assert (report.notes, report.unchanged, report.chunks, report.edges, report.vectors_missing) == \
+        (before.notes, 5, before.chunks, before.edges, 0)
+    _edit(vault, "concepts/quitte.md", "# Quitte\n\nQuitten sind hart.\n")      # a change opens it
+    _stamp(vault, 1)
+    app = make_app()
+    assert (app.ingest().new, app.importer.client_open) == (1, True)
+
+
+def test_chunks_without_vectors_make_the_next_import_open_qdrant_and_embed_them(tmp_path, make_app):
+    vault = write_vault(tmp_path / "vault", BASE)
+    _stamp(vault, 0)
+    make_app().ingest(embed=False)             # phase 1 only, as after a kill in phase 2
+    app = make_app()
+    report = app.ingest()
+    assert (report.embedded_texts > 0, report.vectors_missing, app.importer.client_open) == (True, 0, True)
+    app = make_app()
+    report = app.ingest()                      # now complete: nothing to open
+    assert (report.embedded_texts, app.importer.client_open) == (0, False)
+
+
+def test_an_unchanged_reimport_still_refuses_a_folder_another_process_holds(tmp_path, make_app):
+    vault = write_vault(tmp_path / "vault", BASE)
+    _stamp(vault, 0)
+    first = make_app()
+    first.ingest()
+    first.close()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys,time\nfrom qdrant_client import QdrantClient\n"
+                               f"c=QdrantClient(path={str(tmp_path / 'qdrant')!r})\nprint('open', flush=True)\n"
+                               "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(StoreLockedError):
+            make_app().ingest()
+    finally:
+        holder.kill()
+        holder.wait()

@@ -52,7 +52,15 @@ from mindnet.indexing.planning import (
 from mindnet.indexing.progress import ImportProgress
 from mindnet.indexing.report import ImportReport
 from mindnet.indexing.sparse import sparse_doc_fn, sparse_query_fn
-from mindnet.indexing.state import IndexState, NoteEntry, new_token, read_token, write_token
+from mindnet.indexing.state import (
+    IndexState,
+    NoteEntry,
+    folder_claim,
+    new_token,
+    read_local_token,
+    read_token,
+    write_token,
+)
 from mindnet.indexing.vectors import afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
@@ -104,11 +112,16 @@ class Importer:
     nothing, deleted notes leave nothing behind, one bad file is a report line. Usually built for you by
     `Mindnet.from_env().importer`; `importer.run(vault_path, full=False)` returns the `ImportReport`."""
 
-    def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig,
+    def __init__(self, *, client: QdrantClient | Callable[[], QdrantClient], prefix: str, embedder: Embedder,
+                 types: TypesConfig,
                  lock: AbstractContextManager | None = None, progress: ImportProgress | None = None,
                  on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None,
-                 manifest: Path | None = None) -> None:
-        self.client = client
+                 manifest: Path | None = None, local_folder: Path | None = None) -> None:
+        # a client, or how to open one: an import that finds nothing changed (by the manifest and the token in
+        # the local folder's meta.json) never opens Qdrant, which takes ~17 s for 300k local points
+        self._client = client if isinstance(client, QdrantClient) else None
+        self._open_client = client if not isinstance(client, QdrantClient) else None
+        self.local_folder = local_folder
         self.prefix = prefix
         self.names = coll.names(prefix)
         self.embedder = embedder
@@ -127,6 +140,17 @@ class Importer:
 
     def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None) -> list[PlannedNote]:
         return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners)
+
+    @property
+    def client(self) -> QdrantClient:
+        if self._client is None:
+            assert self._open_client is not None
+            self._client = self._open_client()
+        return self._client
+
+    @property
+    def client_open(self) -> bool:
+        return self._client is not None
 
     # ------------------------------------------------------------------ reading the index
 
@@ -156,6 +180,19 @@ class Importer:
             return self._state
         state = IndexState.load(self.manifest, token, key) if self.manifest else None
         self._state, self._token = state, (token if state else None)
+        return state
+
+    def _offline_state(self) -> IndexState | None:
+        """Before Qdrant is opened: the manifest, if the token in the local folder's meta.json matches it."""
+        if self.client_open or self.local_folder is None or self.manifest is None:
+            return None
+        token = read_local_token(self.local_folder, self.names)
+        key = config_key(self.types, self.embedder.key)
+        if token is None:
+            return None
+        state = IndexState.load(self.manifest, token, key)
+        if state is not None:
+            self._state, self._token = state, token
         return state
 
     def _commit(self, state: IndexState) -> None:
@@ -334,10 +371,28 @@ class Importer:
                       ) -> None:
         start1 = time.perf_counter()
         seen = time.time_ns()     # files are read after this: an entry's stat is never newer than its text
-        with self.lock:
-            state = None if full else self._trusted_state()
-        plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
-            if state is not None else None
+        state = plan = None
+        if not full and not self.client_open:
+            with folder_claim(self.local_folder) as free:   # as exclusive as opening it, while we read
+                state = self._offline_state() if free else None
+                plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
+                    if state is not None else None
+            if plan is not None and not plan.planned and not plan.gone:
+                self._finish_unchanged(report, plan, state)
+                report.seconds_phase1 = time.perf_counter() - start1
+                return
+        if plan is None:
+            with self.lock:
+                state = None if full else self._trusted_state()
+            plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
+                if state is not None else None
+        else:
+            with self.lock:
+                trusted = self._trusted_state()    # Qdrant opened now: its token must still say the same
+            if trusted is not state:
+                state = trusted
+                plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
+                if state is not None else None
         try:
             await self._write_plan(vault, report, plan, state, full=full, progress=progress,
                                    should_stop=should_stop, first=first, seen=seen)
@@ -442,13 +497,30 @@ class Importer:
         if gone or relinked:
             self.on_written()
 
+        if changed:
+            state_vectors = False    # chunks written: phase 2 has work (unless the cache gave every vector)
+        else:
+            state_vectors = bool(state and state.vectors_complete)
         written = {p.note.note_id for p in changed[:done]}
         unwritten = changed_ids - written
         state = self._settle(state, planned, stored, gone, unwritten, report, seen)
+        state.vectors_complete = state_vectors
         if plan is None or changed or relinked or gone or plan.touched:
             self._commit(state)
-        failed = {i.path for i in report.skipped}
         report.notes = total
+        self._totals(report, state)
+
+    def _finish_unchanged(self, report: ImportReport, plan: VaultPlan, state: IndexState) -> None:
+        """Nothing to write: the report from the state alone."""
+        report.issues.extend(plan.issues)
+        report.planned, report.notes, report.unchanged = "changes", plan.notes, plan.notes
+        self.progress.update(notes_total=plan.notes)
+        if plan.touched:
+            self._save_manifest(state)
+        self._totals(report, state)
+
+    def _totals(self, report: ImportReport, state: IndexState) -> None:
+        failed = {i.path for i in report.skipped}
         for entry in state.entries.values():
             if entry.path in failed:
                 continue
@@ -456,6 +528,14 @@ class Importer:
             report.edges_by_kind.update(entry.kinds)
             report.mention_edges += entry.kinds.get("mentions", 0)
             report.unresolved += [(entry.path, u) for u in entry.unresolved]
+
+    def _save_manifest(self, state: IndexState) -> None:
+        """The same index (same token), entries refreshed (touched files, vectors complete)."""
+        if self.manifest is not None and self._token is not None:
+            try:
+                state.save(self.manifest, self._token)
+            except OSError as exc:
+                log.warning("could not write the import manifest %s (%s)", self.manifest, exc)
 
     def _settle(self, state: IndexState | None, planned: list[PlannedNote], stored: dict[str, dict],
                 gone: list[str], unwritten: set[str], report: ImportReport, seen: int) -> IndexState:
@@ -486,6 +566,8 @@ class Importer:
 
     async def _phase2(self, report: ImportReport, *, progress: Progress | None,
                       should_stop: Callable[[], bool] | None) -> None:
+        if not self.client_open and self._state is not None and self._state.vectors_complete:
+            return      # the manifest, current by the folder's token, says every chunk has its vector
         chunks = self.names["chunks"]
         with self.lock:
             if not self.client.collection_exists(chunks):
@@ -512,6 +594,11 @@ class Importer:
             self.progress.end_embedding()
         with self.lock:
             report.vectors_missing = coll.count_without_vector(self.client, self.prefix)
+            state = self._state
+            if (report.vectors_missing == 0 and state is not None and not state.vectors_complete
+                    and self._token is not None and read_token(self.client, self.names["notes"]) == self._token):
+                state.vectors_complete = True
+                self._save_manifest(state)
         report.stopped_early = fill.stopped
         if fill.backend_error:   # the backend is down: one line for all, not one per note
             report.issues.append(Issue("warning", str(report.vault), (

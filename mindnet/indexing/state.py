@@ -21,7 +21,9 @@ import secrets
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -74,15 +76,20 @@ class NoteEntry:
         return [Issue(level, self.path, message, line) for level, message, line in self.issues]
 
 
+ENTRY_FIELDS = [f.name for f in fields(NoteEntry)]
+
+
 class IndexState:
     """The entries of every indexed note (by note id), plus the notes whose edges must be derived again because
     an import stopped before it could rewrite them (`dirty`)."""
 
     def __init__(self, config_key: str, entries: dict[str, NoteEntry] | None = None,
-                 dirty: set[str] | None = None) -> None:
+                 dirty: set[str] | None = None, vectors_complete: bool = False) -> None:
         self.config_key = config_key
         self.entries: dict[str, NoteEntry] = entries or {}
         self.dirty: set[str] = dirty or set()
+        # every chunk has its dense vector (a phase 2 ended with none missing, and no chunk was written since)
+        self.vectors_complete = vectors_complete
         self.texts: dict[str, tuple[str, str]] = {}   # note id -> (content hash, case-folded text): mention search
         self._links: dict[str, set[str]] | None = None
 
@@ -122,12 +129,14 @@ class IndexState:
 
     def save(self, path: Path, token: str) -> None:
         data = {"version": MANIFEST_VERSION, "token": token, "config_key": self.config_key,
-                "dirty": sorted(self.dirty), "entries": [asdict(e) for e in self.entries.values()]}
+                "dirty": sorted(self.dirty), "vectors_complete": self.vectors_complete, "fields": ENTRY_FIELDS,
+                "entries": [[getattr(e, f) for f in ENTRY_FIELDS] for e in self.entries.values()]}
+        text = json.dumps(data, separators=(",", ":"))     # rows, not dicts: 6,500 notes in ~0.1 s
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, separators=(",", ":"))
+                out.write(text)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, path)   # a crash leaves the old manifest or the new one, never half of one
@@ -144,10 +153,10 @@ class IndexState:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             if (data.get("version") != MANIFEST_VERSION or data.get("token") != token
-                    or data.get("config_key") != config_key):
+                    or data.get("config_key") != config_key or data.get("fields") != ENTRY_FIELDS):
                 return None
-            entries = {e["note_id"]: NoteEntry(**e) for e in data["entries"]}
-            return cls(config_key, entries, set(data.get("dirty", [])))
+            entries = {row[0]: NoteEntry(*row) for row in data["entries"]}
+            return cls(config_key, entries, set(data.get("dirty", [])), bool(data.get("vectors_complete")))
         except (OSError, ValueError, TypeError, KeyError) as exc:
             log.info("manifest %s not used (%s); the import reads the whole vault", path, exc)
             return None
@@ -177,3 +186,43 @@ def write_token(client: QdrantClient, collection: str, token: str | None) -> boo
 
 def new_token() -> str:
     return f"{time.time_ns():x}-{secrets.token_hex(6)}"
+
+
+def read_local_token(folder: Path, collections: dict[str, str]) -> str | None:
+    """The token as a local Qdrant folder's meta.json holds it, without loading the collections (which takes
+    Qdrant seconds per 100k points); None unless all three collections are there."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))["collections"]
+        if not all(name in meta for name in collections.values()):
+            return None
+        token = (meta[collections["notes"]].get("metadata") or {}).get(TOKEN_KEY)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return token if isinstance(token, str) and token else None
+
+
+@contextmanager
+def folder_claim(folder: Path | None) -> Iterator[bool]:
+    """Hold a local Qdrant folder's lock as its client does, without opening it: True while held; False when
+    there is no such folder or another process holds it (opening it then reports who)."""
+    if folder is None or not (folder / ".lock").is_file():
+        yield False
+        return
+    import fcntl
+    try:
+        fd = os.open(folder / ".lock", os.O_RDWR)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
