@@ -131,7 +131,7 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
         m: Mindnet = app.state.mindnet
         importing = m.importing
         counts = m.last_counts if importing else await asyncio.to_thread(m.counts, wait=False)
-        body = {"status": "ok", "importing": importing,
+        body = {"status": "ok", "importing": importing, "opening": m.opening,
                 "counts_from": "last complete import" if importing else "index", "collections": counts,
                 "embedding": m.settings.embedding, "vault": Path(m.settings.vault_root).name}
         # the running (or last) import: phase, notes, texts embedded / total, texts/s, ETA (mindnet.indexing.progress)

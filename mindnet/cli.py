@@ -9,6 +9,7 @@ import argparse
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -127,6 +128,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
+        if data["snapshot"] in ("stale", "missing", "corrupt"):
+            console.print(f"index snapshot: {data['snapshot']} (rebuilt from Qdrant when the index is next opened)")
         if data["unembedded"]:
             console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
                           f"`mindnet ingest` or a running server adds their vectors)")
@@ -251,12 +254,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mindnet.service import Mindnet
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
-    _ = mindnet.client   # open the index now: a locked Qdrant folder is reported before the server starts
+    mindnet.check_free()   # a Qdrant folder another process holds is reported before the server starts
     from mindnet.security import exposure_warning
     warning = exposure_warning(args.host, mindnet.settings.api_token)
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
     app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
+    # Qdrant opens (local mode loads every point) and the retriever's mirrors load from the index snapshot while
+    # the server starts: /health answers at once, and the first search is warm
+    threading.Thread(target=mindnet.warm, name="mindnet-warm", daemon=True).start()
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
     mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
     following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"

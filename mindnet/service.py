@@ -26,7 +26,7 @@ from mindnet.backends import (
     make_embedding,
     make_reranker,
 )
-from mindnet.errors import EmptyIndexError, ImportRunningError
+from mindnet.errors import EmptyIndexError, ImportRunningError, MindnetError
 from mindnet.indexing.pipeline import Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
@@ -34,7 +34,7 @@ from mindnet.retrieval.query import QueryRequest
 from mindnet.retrieval.results import hit_dict, result_dict
 from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 from mindnet.settings import Settings
-from mindnet.store.client import open_client
+from mindnet.store.client import held_by_other, locked_error, open_client
 from mindnet.store.collections import point_id
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ class Mindnet:
         self._embed_model = embed_model
         # local Qdrant is one client per process: imports and searches take turns on it, step by step (a search
         # never meets a half-written batch of notes, and waits for the whole of phase 1 of a full rebuild)
+        self._open_lock = threading.Lock()
         self.index_lock = threading.RLock()   # re-entrant: a full rebuild holds it across its steps
         # one import at a time; it takes `index_lock` only for each write step, so searches run in between
         self.import_lock = threading.Lock()
@@ -78,7 +79,30 @@ class Mindnet:
 
     @cached_property
     def client(self) -> QdrantClient:
-        return self._client or open_client(self.settings)
+        # `mindnet serve` opens it in a background thread while the live import or a search may ask too: the
+        # folder must be opened once (a second open of a local folder is refused)
+        with self._open_lock:
+            if "client" not in self.__dict__:
+                self.__dict__["client"] = self._client or open_client(self.settings)
+            return self.__dict__["client"]
+
+    @property
+    def opened(self) -> bool:
+        return "client" in self.__dict__ or self._client is not None
+
+    @property
+    def opening(self) -> bool:
+        """The Qdrant client is being opened right now (a local folder with 500k points takes Qdrant ~25 s)."""
+        return not self.opened and self._open_lock.locked()
+
+    def check_free(self) -> None:
+        """Raise StoreLockedError now when another mindnet process holds the local Qdrant folder (before a
+        server starts and opens it in the background)."""
+        if not self.settings.qdrant_url and self._client is None:
+            folder = Path(self.settings.qdrant_path)
+            holder = held_by_other(folder)
+            if holder:
+                raise locked_error(folder, holder)
 
     @cached_property
     def embed_model(self) -> BaseEmbedding:
@@ -105,8 +129,21 @@ class Mindnet:
     @cached_property
     def retriever(self) -> MindnetRetriever:
         # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
-        return MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
-                                              reranker=make_reranker(self.settings), lock=self.index_lock)
+        retriever = MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
+                                                   reranker=make_reranker(self.settings), lock=self.index_lock)
+        # ready to search: the in-memory mirrors come from the index snapshot now, not in the first search
+        status = retriever.warm()
+        log.info("retriever ready (index snapshot: %s)", status)
+        return retriever
+
+    def warm(self) -> None:
+        """Open the index and the retriever's mirrors (`mindnet serve` runs it in the background at start, so
+        /health answers at once)."""
+        try:
+            _ = self.client
+            _ = self.retriever
+        except (MindnetError, OSError, ValueError) as exc:   # the first search reports it to the user
+            log.warning("could not load the index mirrors at start: %s", exc)
 
     @cached_property
     def logs(self) -> FlywheelLogs:
@@ -202,6 +239,8 @@ class Mindnet:
     def counts(self, *, wait: bool = True) -> dict[str, int]:
         """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
         step holds it) answers with the last counts instead of waiting for it."""
+        if not wait and self.opening:       # serve opens the index in the background: do not wait for it
+            return dict(self.last_counts)
         if not self.index_lock.acquire(blocking=wait or not self.last_counts):
             return dict(self.last_counts)
         try:

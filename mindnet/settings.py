@@ -111,6 +111,10 @@ class ExpandSettings(Strict):
     seeds: int = Field(10, ge=1, le=200, description="top candidates whose notes seed the graph expansion")
     edge_types: list[str] = Field(default_factory=lambda: ["references", "depends_on", "related_to", "mentions"])
     max_nodes: int = Field(400, ge=1, description="cap on graph-only candidates scored per query")
+    max_edges_per_note: int | None = Field(
+        25, ge=1, description="fan-out per note and hop: only its strongest links (by confidence) are followed")
+    max_edges: int | None = Field(1000, ge=1, description="edges one query's expansion loads over all hops, "
+                                                          "strongest first (nearer hops first); null: no cap")
 
 
 class GraphSettings(Strict):

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import networkx as nx
+import numpy as np
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.store.collections import names, scroll_points
+from mindnet.store.snapshot import IndexData, graph_figures, pagerank
 
 CHUNK_ID = re.compile(r"^(?P<note>.+)#c\d{2,}$")
 STRUCTURAL = {"belongs_to", "next", "prev"}
@@ -46,26 +48,41 @@ def specificity(degree: int, hub_degree: float) -> float:
 
 class GraphStats:
     """Vault-wide link figures per note: distinct in/out neighbours and global PageRank relative to an average
-    note. Computed in one place from all edges (today when the retriever first needs them after an import;
-    the import could compute and store them instead)."""
+    note. The import computes them into the index snapshot (`GraphStats.from_data`); built from edge payloads
+    (a Qdrant server, tests) they are computed here the same way, on CSR arrays."""
 
     def __init__(self, edges: Iterable[dict], note_count: int = 0, *, hub_degree: float = 10.0) -> None:
-        graph = nx.DiGraph()
+        best: dict[tuple[str, str], float] = {}
         for e in edges:
             src, dst = e["note_id"], note_of(e["target_id"])
             if src != dst and e.get("kind") not in STRUCTURAL and e.get("resolved", True):
                 conf = float(e.get("confidence", 1.0))
-                if not graph.has_edge(src, dst) or graph[src][dst]["confidence"] < conf:
-                    graph.add_edge(src, dst, confidence=conf)
+                if best.get((src, dst), -math.inf) < conf:
+                    best[(src, dst)] = conf
+        nodes = list(dict.fromkeys(n for pair in best for n in pair))
+        index = {n: i for i, n in enumerate(nodes)}
+        src_a = np.fromiter((index[s] for s, _ in best), dtype=np.int64, count=len(best))
+        dst_a = np.fromiter((index[d] for _, d in best), dtype=np.int64, count=len(best))
+        conf_a = np.fromiter(best.values(), dtype=np.float64, count=len(best))
+        in_deg, out_deg, pr_rel, _ = graph_figures(len(nodes), src_a, dst_a, conf_a)
+        self._set(nodes, in_deg, out_deg, pr_rel, max(note_count, len(nodes)), hub_degree)
+
+    def _set(self, nodes: list[str], in_deg: np.ndarray, out_deg: np.ndarray, pr_rel: np.ndarray, notes: int,
+             hub_degree: float) -> None:
         self.hub_degree = hub_degree
-        self.in_degree: dict[str, int] = dict(graph.in_degree())
-        self.out_degree: dict[str, int] = dict(graph.out_degree())
-        self.notes = max(note_count, graph.number_of_nodes())
-        self.pr_rel: dict[str, float] = {}
-        if graph.number_of_edges():
-            ranks = nx.pagerank(graph, alpha=0.85, weight="confidence", max_iter=200, tol=1e-8)
-            linked = graph.number_of_nodes()   # 1.0 = the average note of the link graph
-            self.pr_rel = {n: r * linked for n, r in ranks.items()}
+        self.in_degree: dict[str, int] = dict(zip(nodes, in_deg.tolist(), strict=True))
+        self.out_degree: dict[str, int] = dict(zip(nodes, out_deg.tolist(), strict=True))
+        self.notes = notes
+        self.pr_rel: dict[str, float] = dict(zip(nodes, pr_rel.tolist(), strict=True)) if len(nodes) else {}
+
+    @classmethod
+    def from_data(cls, data: IndexData, hub_degree: float = 10.0) -> GraphStats:
+        """The figures the import stored in the index snapshot (only notes with a link have an entry)."""
+        stats = cls.__new__(cls)
+        keep = np.flatnonzero(data.linked)
+        stats._set([data.nodes[i] for i in keep.tolist()], data.in_degree[keep], data.out_degree[keep],
+                   data.pr_rel[keep], data.graph_notes, hub_degree)
+        return stats
 
     @classmethod
     def empty(cls, hub_degree: float = 10.0) -> GraphStats:
@@ -162,21 +179,27 @@ def link_flow(graph: nx.DiGraph, seeds: dict[str, float], stats: GraphStats | No
     """The share of a personalised PageRank walk (restarting at the seeds, by weight) that arrives at each note
     over a link: sum over its in-links m -> n of ppr(m) * w(m, n) / w_out(m). Restarts (and the walk leaving a
     note without links) do not count, so the shares add up to at most 1. Edges weigh confidence times the
-    specificity of their source, so a hub spreads its walk thin."""
+    specificity of their source, so a hub spreads its walk thin. Computed on arrays (networkx's PageRank
+    iteration, not networkx: it dominated depth-1 and depth-2 queries)."""
     if graph.number_of_edges() == 0:
         return {}
-    personalization = {n: w for n, w in seeds.items() if n in graph and w > 0}
-    if not personalization:
+    nodes = list(graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    restart = np.array([max(0.0, seeds.get(n, 0.0)) for n in nodes])
+    if not restart.any():
         return {}
-    for src, _, d in graph.edges(data=True):
-        d["w"] = d["confidence"] * (stats.spec_out(src) if stats else 1.0)
-    ranks = nx.pagerank(graph, alpha=alpha, personalization=personalization, weight="w", max_iter=200, tol=1e-8)
-    out_weight = dict(graph.out_degree(weight="w"))
-    flow: dict[str, float] = {}
-    for src, dst, d in graph.edges(data=True):
-        if out_weight[src] > 0:
-            flow[dst] = flow.get(dst, 0.0) + ranks[src] * d["w"] / out_weight[src]
-    return flow
+    edges = list(graph.edges(data="confidence"))
+    src = np.fromiter((index[a] for a, _, _ in edges), dtype=np.int64, count=len(edges))
+    dst = np.fromiter((index[b] for _, b, _ in edges), dtype=np.int64, count=len(edges))
+    spec = {a: stats.spec_out(a) for a in graph.nodes} if stats else None
+    w = np.fromiter((c * (spec[a] if spec else 1.0) for a, _, c in edges), dtype=np.float64, count=len(edges))
+    ranks = pagerank(len(nodes), src, dst, w, alpha=alpha, personalization=restart)
+    out_weight = np.bincount(src, weights=w, minlength=len(nodes))
+    live = out_weight[src] > 0
+    share = np.zeros(len(nodes))
+    np.add.at(share, dst[live], ranks[src[live]] * w[live] / out_weight[src[live]])
+    reached = np.unique(dst[live])
+    return dict(zip([nodes[i] for i in reached.tolist()], share[reached].tolist(), strict=True))
 
 
 def personalized_pagerank(graph: nx.DiGraph, seeds: dict[str, float], alpha: float = 0.85) -> dict[str, float]:
@@ -190,6 +213,36 @@ def personalized_pagerank(graph: nx.DiGraph, seeds: dict[str, float], alpha: flo
     return {n: r / top for n, r in ranks.items()} if top > 0 else {}
 
 
+@dataclass(frozen=True)
+class FanOut:
+    """Bounds on what an expansion loads, by edge strength (confidence, then edge id for a stable order):
+    each note of a hop's frontier contributes its `per_note` strongest links (in and out), and a query keeps
+    at most `per_query` edges over all hops (nearer hops first)."""
+
+    per_note: int | None = None
+    per_query: int | None = None
+
+    @classmethod
+    def unbounded(cls) -> FanOut:
+        return cls()
+
+
+def _strength(e: dict) -> tuple[float, str]:
+    return (-float(e.get("confidence", 1.0)), str(e.get("edge_id", "")))
+
+
+def _cap_hop(per_node: list[list[dict]], caps: FanOut, budget: int | None, seen: set[str]) -> list[dict]:
+    """A hop's edges: each frontier note's strongest `per_note` (already sorted strongest first), merged,
+    without edges kept before, strongest first, cut to what the query's budget has left."""
+    picked: dict[str, dict] = {}
+    for edges in per_node:
+        for e in edges[: caps.per_note] if caps.per_note is not None else edges:
+            if e["edge_id"] not in seen:
+                picked.setdefault(e["edge_id"], e)
+    out = sorted(picked.values(), key=_strength)
+    return out if budget is None else out[: max(0, budget)]
+
+
 def _load_edges(client: QdrantClient, collection: str, frontier: list[str], edge_types: list[str]) -> list[dict]:
     flt = qm.Filter(
         must=[qm.FieldCondition(key="kind", match=qm.MatchAny(any=edge_types)),
@@ -199,47 +252,130 @@ def _load_edges(client: QdrantClient, collection: str, frontier: list[str], edge
     return [p.payload for p in scroll_points(client, collection, scroll_filter=flt)]
 
 
-class EdgeIndex:
-    """All resolved, non-structural edges held in memory, indexed by defining note and by target note.
+def _server_hop(client: QdrantClient, collection: str, frontier: list[str], kinds: list[str], caps: FanOut,
+                budget: int | None, seen: set[str]) -> list[dict]:
+    """One hop over a Qdrant server's payload indexes, capped exactly as `EdgeIndex.hop`."""
+    around: dict[str, list[dict]] = {n: [] for n in frontier}
+    for e in _load_edges(client, collection, frontier, kinds):
+        src, dst = e["note_id"], note_of(e["target_id"])
+        if src == dst:
+            continue
+        for end in {src, dst}:
+            if end in around:
+                around[end].append(e)
+    return _cap_hop([sorted(around[n], key=_strength) for n in frontier], caps, budget, seen)
 
-    Local Qdrant evaluates a filtered scroll in Python over every edge point, per hop and per query; one
-    scroll at start-up (and after each import) makes expansion a dictionary lookup instead. A Qdrant server
-    has payload indexes, so `expand` queries it directly when no EdgeIndex is given.
+
+class EdgeIndex:
+    """The resolved links between different notes as CSR adjacency by note index: for each note its outgoing
+    and its incoming edge rows, strongest first, so an expansion takes a slice per frontier note and caps it
+    without sorting. Built from the index snapshot (`from_data`) or from edge payloads (`EdgeIndex(edges)`).
+
+    Local Qdrant evaluates a filtered scroll in Python over every edge point, per hop and per query; this makes
+    expansion an array lookup instead. A Qdrant server has payload indexes, so `expand` queries it directly
+    when no EdgeIndex is given.
     """
 
     def __init__(self, edges: Iterable[dict]) -> None:
-        self.by_note: dict[str, list[dict]] = {}
-        self.by_target: dict[str, list[dict]] = {}
-        self.size = 0
-        for e in edges:
-            if e.get("kind") in STRUCTURAL or not e.get("resolved", True):
-                continue
-            self.size += 1
-            self.by_note.setdefault(e["note_id"], []).append(e)
-            self.by_target.setdefault(note_of(e["target_id"]), []).append(e)
+        raw = [e for e in edges if e.get("kind") not in STRUCTURAL and e.get("resolved", True)
+               and e["note_id"] != note_of(e["target_id"])]
+        raw.sort(key=_strength)
+        nodes = list(dict.fromkeys([*(e["note_id"] for e in raw), *(note_of(e["target_id"]) for e in raw)]))
+        node_of = {n: i for i, n in enumerate(nodes)}
+        kinds = sorted({e["kind"] for e in raw})
+        kind_of = {k: i for i, k in enumerate(kinds)}
+        self._setup(nodes, np.array([node_of[e["note_id"]] for e in raw], dtype=np.int32),
+                    np.array([node_of[note_of(e["target_id"])] for e in raw], dtype=np.int32),
+                    np.array([float(e.get("confidence", 1.0)) for e in raw], dtype=np.float64),
+                    np.array([kind_of[e["kind"]] for e in raw], dtype=np.int16), kinds, raw.__getitem__)
+
+    @classmethod
+    def from_data(cls, data: IndexData) -> EdgeIndex:
+        index = cls.__new__(cls)
+        index._setup(data.nodes, data.edge_src, data.edge_dst, data.edge_conf, data.edge_kind, data.kinds,
+                     data.edge_payload)
+        return index
+
+    def _setup(self, nodes: list[str], src: np.ndarray, dst: np.ndarray, conf: np.ndarray, kind: np.ndarray,
+               kinds: list[str], payload: Callable[[int], dict]) -> None:
+        """Edge rows are ordered strongest first; a stable sort by end keeps that order inside each slice."""
+        self.nodes = nodes
+        self.node_of = {n: i for i, n in enumerate(nodes)}
+        self.src, self.dst, self.conf, self.kind, self.kinds = src, dst, conf, kind, kinds
+        self._payload = payload
+        self._payloads: dict[int, dict] = {}
+        self.size = len(src)
+        n = len(nodes)
+        self.out_rows = np.argsort(src, kind="stable").astype(np.int64)
+        self.in_rows = np.argsort(dst, kind="stable").astype(np.int64)
+        self.out_ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]).astype(np.int64)
+        self.in_ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))]).astype(np.int64)
+        self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
 
     @classmethod
     def load(cls, client: QdrantClient, prefix: str) -> EdgeIndex:
-        collection = names(prefix)["edges"]
-        if not client.collection_exists(collection):
-            return cls([])
-        flt = qm.Filter(must_not=[qm.FieldCondition(key="kind", match=qm.MatchAny(any=sorted(STRUCTURAL)))])
-        return cls(p.payload for p in scroll_points(client, collection, scroll_filter=flt))
+        """All link edges read from the edges collection in one pass (without a snapshot)."""
+        from mindnet.store.reader import read_points
+        return cls(r.payload for r in read_points(client, names(prefix)["edges"]))
+
+    def graph_stats(self, note_count: int, hub_degree: float) -> GraphStats:
+        """Degrees and global PageRank of these edges (when no snapshot computed them at import time)."""
+        in_deg, out_deg, pr_rel, linked = graph_figures(len(self.nodes), self.src, self.dst, self.conf)
+        stats = GraphStats.__new__(GraphStats)
+        keep = np.flatnonzero(linked)
+        stats._set([self.nodes[i] for i in keep.tolist()], in_deg[keep], out_deg[keep], pr_rel[keep],
+                   max(note_count, len(keep)), hub_degree)
+        return stats
+
+    def payload(self, row: int) -> dict:
+        if row not in self._payloads:
+            if len(self._payloads) >= 50_000:     # decoded on demand; keep the memory bounded
+                self._payloads.clear()
+            self._payloads[row] = self._payload(row)
+        return self._payloads[row]
+
+    def _kind_mask(self, edge_types: Iterable[str]) -> np.ndarray:
+        key = tuple(sorted(set(edge_types)))
+        if key not in self._kind_masks:
+            wanted = np.zeros(len(self.kinds) + 1, dtype=bool)
+            wanted[[i for i, k in enumerate(self.kinds) if k in key]] = True
+            if len(self._kind_masks) >= 8:
+                self._kind_masks.clear()
+            self._kind_masks[key] = wanted[self.kind] if self.size else np.zeros(0, dtype=bool)
+        return self._kind_masks[key]
+
+    def rows_around(self, note: str, ok: np.ndarray, per_note: int | None) -> np.ndarray:
+        """The note's edge rows (in and out) of the wanted kinds, strongest first, at most `per_note`."""
+        i = self.node_of.get(note)
+        if i is None:
+            return np.zeros(0, dtype=np.int64)
+        rows = np.concatenate([self.out_rows[self.out_ptr[i]:self.out_ptr[i + 1]],
+                               self.in_rows[self.in_ptr[i]:self.in_ptr[i + 1]]])
+        rows = np.sort(rows[ok[rows]])          # row order is strength order
+        return rows if per_note is None else rows[:per_note]
+
+    def hop(self, frontier: list[str], edge_types: list[str], caps: FanOut, budget: int | None,
+            seen: set[int]) -> np.ndarray:
+        """Edge rows of one hop, capped per note and by the budget left, strongest first (see `FanOut`)."""
+        ok = self._kind_mask(edge_types)
+        parts = [self.rows_around(n, ok, caps.per_note) for n in frontier]
+        rows = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+        if seen:
+            rows = rows[~np.isin(rows, np.fromiter(seen, dtype=np.int64, count=len(seen)))]
+        return rows if budget is None else rows[: max(0, budget)]
 
     def edges_for(self, frontier: list[str], edge_types: list[str]) -> list[dict]:
-        kinds = set(edge_types)
-        out = []
-        for note in frontier:
-            out += [e for e in self.by_note.get(note, ()) if e["kind"] in kinds]
-            out += [e for e in self.by_target.get(note, ()) if e["kind"] in kinds]
-        return out
+        """Every edge payload touching the frontier notes (uncapped)."""
+        ok = self._kind_mask(edge_types)
+        rows = np.unique(np.concatenate([self.rows_around(n, ok, None) for n in frontier])) if frontier else []
+        return [self.payload(int(r)) for r in rows]
 
 
 def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: int, edge_types: list[str],
            seed_weights: dict[str, float] | None = None, edge_index: EdgeIndex | None = None,
-           stats: GraphStats | None = None) -> Subgraph:
-    """Load the subgraph `depth` hops around the seeds (chunk ids or note ids) over `edge_types`
-    (from `edge_index` when given, else from the edges collection)."""
+           stats: GraphStats | None = None, caps: FanOut | None = None) -> Subgraph:
+    """Load the subgraph `depth` hops around the seeds (chunk ids or note ids) over `edge_types`, bounded by
+    `caps` (from `edge_index` when given, else from the edges collection; both pick the same edges)."""
     seed_notes: dict[str, float] = {}
     for sid in seed_ids:
         note = note_of(sid)
@@ -250,29 +386,35 @@ def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: in
     kinds = [k for k in edge_types if k not in STRUCTURAL]
     if depth <= 0 or not kinds or not seed_notes:
         return sub
+    caps = caps or FanOut.unbounded()
     collection = names(prefix)["edges"]
     visited: set[str] = set()
-    frontier = list(seed_notes)
-    seen_edges: set[str] = set()
+    frontier = sorted(seed_notes)
+    seen_rows: set[int] = set()
+    seen_ids: set[str] = set()
+    strongest: dict[tuple[str, str], float] = {}
     for _ in range(depth):
         visited.update(frontier)
+        budget = None if caps.per_query is None else caps.per_query - len(sub.edges)
+        if edge_index is not None:
+            rows = edge_index.hop(frontier, kinds, caps, budget, seen_rows)
+            seen_rows.update(rows.tolist())
+            hop = [(edge_index.nodes[s], edge_index.nodes[d], c) for s, d, c in
+                   zip(edge_index.src[rows].tolist(), edge_index.dst[rows].tolist(), edge_index.conf[rows].tolist(),
+                       strict=True)]
+            sub.edges += [edge_index.payload(r) for r in rows.tolist()]
+        else:
+            loaded = _server_hop(client, collection, frontier, kinds, caps, budget, seen_ids)
+            seen_ids.update(e["edge_id"] for e in loaded)
+            hop = [(e["note_id"], note_of(e["target_id"]), float(e["confidence"])) for e in loaded]
+            sub.edges += loaded
         found: set[str] = set()
-        loaded = (edge_index.edges_for(frontier, kinds) if edge_index is not None
-                  else _load_edges(client, collection, frontier, kinds))
-        for e in loaded:
-            if e["edge_id"] in seen_edges:
-                continue
-            seen_edges.add(e["edge_id"])
-            src, dst = e["note_id"], note_of(e["target_id"])
-            if src == dst:
-                continue
-            sub.edges.append(e)
-            if sub.graph.has_edge(src, dst):   # several links between two notes: keep the strongest
-                sub.graph[src][dst]["confidence"] = max(sub.graph[src][dst]["confidence"], e["confidence"])
-            else:
-                sub.graph.add_edge(src, dst, confidence=e["confidence"])
+        for src, dst, conf in hop:       # several links between two notes: the strongest counts
+            if strongest.get((src, dst), -math.inf) < conf:
+                strongest[(src, dst)] = conf
             found.update((src, dst))
         frontier = sorted(found - visited)
-        if not frontier:
+        if not frontier or (budget is not None and len(hop) >= budget):
             break
+    sub.graph.add_weighted_edges_from(((s, d, c) for (s, d), c in strongest.items()), weight="confidence")
     return sub

@@ -1,9 +1,9 @@
 """An in-memory mirror of the chunks' BM25 vectors and filter fields, for local Qdrant.
 
 Embedded Qdrant scores sparse vectors and evaluates filters in Python over every point (measured on SciFact,
-5k chunks: ~290 ms per hybrid query). One scroll at first use (and after each import) gives numpy postings
-instead: a sparse search, the BM25 of any candidate, the chunks of a note and every filter are then array
-operations. IDF follows Qdrant's `Modifier.IDF`: ln(1 + (N - n + 0.5) / (n + 0.5)).
+5k chunks: ~290 ms per hybrid query). The index snapshot (`mindnet.store.snapshot`, written at import time)
+gives numpy postings instead: a sparse search, the BM25 of any candidate, the chunks of a note and every
+filter are then array operations. IDF follows Qdrant's `Modifier.IDF`: ln(1 + (N - n + 0.5) / (n + 0.5)).
 A Qdrant server has real indexes; the retriever queries it directly and does not build this mirror.
 """
 
@@ -16,44 +16,76 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.retrieval.query import Filters
-from mindnet.store.collections import SPARSE, names, scroll_points
+from mindnet.store.collections import SPARSE, names
+from mindnet.store.snapshot import IndexData
 
 FIELDS = ["note_id", "type", "tags", "path"]
 
 
 class LexicalIndex:
     def __init__(self, point_ids: list[str], payloads: list[dict], sparse: list[tuple[list[int], list[float]]]):
+        lengths = [len(indices) for indices, _ in sparse]
+        ptr = np.zeros(len(sparse) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=ptr[1:])
+        terms = np.fromiter((t for indices, _ in sparse for t in indices), dtype=np.int64, count=int(ptr[-1]))
+        vals = np.fromiter((v for _, values in sparse for v in values), dtype=np.float32, count=int(ptr[-1]))
+        self._setup(point_ids, [str(p.get("note_id", "")) for p in payloads],
+                    [str(p.get("type", "")) for p in payloads], [str(p.get("path", "")) for p in payloads],
+                    [list(p.get("tags") or []) for p in payloads], ptr, terms, vals,
+                    [str(p.get("chunk_id", "")) for p in payloads],
+                    np.array([float(p.get("retriever_weight", 1.0)) for p in payloads], dtype=np.float64))
+
+    @classmethod
+    def from_data(cls, data: IndexData) -> LexicalIndex:
+        """The mirror from the index snapshot's arrays (no Qdrant read)."""
+        index = cls.__new__(cls)
+        index._setup(data.chunk_pids, data.chunk_note, data.chunk_type, data.chunk_path, data.chunk_tags,
+                     data.sparse_ptr, data.sparse_terms, data.sparse_vals, data.chunk_ids, data.chunk_weight)
+        return index
+
+    def _setup(self, point_ids: list[str], note_ids: list[str], types: list[str], paths: list[str],
+               tags: list[list[str]], ptr: np.ndarray, terms: np.ndarray, vals: np.ndarray, chunk_ids: list[str],
+               weights: np.ndarray) -> None:
+        """Row-major BM25 vectors (CSR by chunk) turned term-major: one posting (rows, values) per term."""
         self.point_ids = point_ids
+        self.chunk_ids = chunk_ids
+        self.weights = weights
         self.row_of = {pid: i for i, pid in enumerate(point_ids)}
-        self.note_ids = np.array([p.get("note_id", "") for p in payloads], dtype=object)
-        self.types = np.array([p.get("type", "") for p in payloads], dtype=object)
-        self.paths = [str(p.get("path", "")) for p in payloads]
-        self.tags = [set(p.get("tags") or []) for p in payloads]
+        self.note_ids = np.array(note_ids, dtype=object)
+        self.types = np.array(types, dtype=object)
+        self.paths = paths
+        self.tags = [set(t) for t in tags]
         self.rows_of_note: dict[str, list[int]] = {}
-        for i, nid in enumerate(self.note_ids):
+        for i, nid in enumerate(note_ids):
             self.rows_of_note.setdefault(nid, []).append(i)
-        postings: dict[int, tuple[list[int], list[float]]] = {}
-        for row, (indices, values) in enumerate(sparse):
-            for term, value in zip(indices, values, strict=True):
-                rows, vals = postings.setdefault(term, ([], []))
-                rows.append(row)
-                vals.append(value)
+        rows = np.repeat(np.arange(len(point_ids), dtype=np.int64), np.diff(ptr))
+        order = np.argsort(terms, kind="stable")           # rows stay ascending within each term
+        sorted_terms = terms[order]
+        self._rows, self._vals = rows[order], vals[order].astype(np.float32)
+        unique, starts, counts = np.unique(sorted_terms, return_index=True, return_counts=True)
+        self._term_pos = dict(zip(unique.tolist(), range(len(unique)), strict=True))
+        self._starts, self._ends = starts, starts + counts
         n = len(point_ids)
-        self.postings = {t: (np.asarray(r, dtype=np.int64), np.asarray(v, dtype=np.float32))
-                         for t, (r, v) in postings.items()}
-        self.idf = {t: float(np.log(1 + (n - len(r) + 0.5) / (len(r) + 0.5))) for t, (r, _) in postings.items()}
+        self._idf = np.log(1 + (n - counts + 0.5) / (counts + 0.5))
+
+    @property
+    def postings(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """term -> (rows, BM25 term weights), for inspection (search uses the arrays directly)."""
+        return {t: (self._rows[self._starts[i]:self._ends[i]], self._vals[self._starts[i]:self._ends[i]])
+                for t, i in self._term_pos.items()}
+
+    @property
+    def idf(self) -> dict[int, float]:
+        return {t: float(self._idf[i]) for t, i in self._term_pos.items()}
 
     @classmethod
     def load(cls, client: QdrantClient, prefix: str) -> LexicalIndex:
-        collection = names(prefix)["chunks"]
-        ids, payloads, sparse = [], [], []
-        if client.collection_exists(collection):
-            for p in scroll_points(client, collection, fields=FIELDS, vectors=[SPARSE]):
-                vec = (p.vector or {}).get(SPARSE)
-                ids.append(str(p.id))
-                payloads.append(p.payload or {})
-                sparse.append((list(vec.indices), list(vec.values)) if vec is not None else ([], []))
-        return cls(ids, payloads, sparse)
+        """The mirror read from the chunks collection in one pass (without a snapshot)."""
+        from mindnet.store.reader import read_points
+        rows = read_points(client, names(prefix)["chunks"], fields=FIELDS, sparse=SPARSE)
+        return cls([r.id for r in rows], [r.payload for r in rows],
+                   [(list(r.sparse.indices), list(r.sparse.values)) if r.sparse is not None else ([], [])
+                    for r in rows])
 
     def __len__(self) -> int:
         return len(self.point_ids)
@@ -62,10 +94,10 @@ class LexicalIndex:
         """BM25 of every chunk for the query (query values x IDF x the stored BM25 term weights)."""
         out = np.zeros(len(self.point_ids), dtype=np.float32)
         for term, qv in zip(query.indices, query.values, strict=True):
-            posting = self.postings.get(term)
-            if posting is not None:
-                rows, vals = posting
-                out[rows] += np.float32(qv * self.idf[term]) * vals
+            i = self._term_pos.get(term)
+            if i is not None:
+                a, b = self._starts[i], self._ends[i]
+                out[self._rows[a:b]] += np.float32(qv * self._idf[i]) * self._vals[a:b]
         return out
 
     def mask(self, filters: Filters) -> np.ndarray | None:
@@ -101,5 +133,14 @@ class LexicalIndex:
         return {pid: float(s[self.row_of[pid]]) for pid in point_ids if pid in self.row_of}
 
     def chunks_of_notes(self, note_ids: Sequence[str], mask: np.ndarray | None) -> list[str]:
+        return [self.point_ids[r] for r in self.rows_of_notes(note_ids, mask)]
+
+    def rows_of_notes(self, note_ids: Sequence[str], mask: np.ndarray | None) -> list[int]:
         rows = [r for nid in note_ids for r in self.rows_of_note.get(nid, ())]
-        return [self.point_ids[r] for r in rows if mask is None or mask[r]]
+        return [r for r in rows if mask is None or mask[r]]
+
+    def brief_payload(self, row: int) -> dict:
+        """The fields ranking needs (the full payload is read from Qdrant only for the hits shown)."""
+        return {"chunk_id": self.chunk_ids[row], "note_id": str(self.note_ids[row]), "type": str(self.types[row]),
+                "path": self.paths[row], "tags": sorted(self.tags[row]),
+                "retriever_weight": float(self.weights[row])}

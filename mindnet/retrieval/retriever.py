@@ -31,15 +31,17 @@ from threadpoolctl import ThreadpoolController
 from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError
 from mindnet.indexing.sparse import SparseEncoder, to_qdrant
-from mindnet.retrieval.graph import EdgeIndex, GraphStats, Subgraph, expand
+from mindnet.retrieval.graph import EdgeIndex, FanOut, GraphStats, Subgraph, expand
 from mindnet.retrieval.lexical import LexicalIndex
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
-from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, load_titles, stats_from_index
+from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, stats_from_index
 from mindnet.retrieval.scoring import ScoreBreakdown
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
+from mindnet.store.reader import dense_vectors
+from mindnet.store.snapshot import IndexData, open_index
 
 log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
@@ -75,6 +77,7 @@ class Candidate:
     via_graph: bool = False
     semantic: float = 0.0
     embedded: bool = True           # False: the import has not added its dense vector yet (phase 2)
+    brief: bool = False             # payload holds only the mirror's ranking fields; read in full when shown
 
 
 @dataclass
@@ -133,24 +136,55 @@ class MindnetRetriever(BaseRetriever):
         self._lexical_index: LexicalIndex | None = None
         self._titles: dict[str, str] = {}
         self._graph_stats: GraphStats | None = None
+        self._data: IndexData | None = None
+        self.snapshot_status = "not loaded"
         self._unembedded: tuple[int, int] | None = None   # (chunks without dense vector, all chunks)
         self.cache_edges = is_local(client)  # a server answers filtered scrolls from payload indexes
 
     def invalidate(self) -> None:
-        """Forget cached index data (call after an import)."""
+        """Forget cached index data (call after an import): the next search opens the index snapshot again, which
+        is current when the import wrote it, else rebuilt from Qdrant."""
+        self._data = None
         self._edge_index = None
         self._lexical_index = None
         self._titles = {}
         self._graph_stats = None
         self._unembedded = None
 
+    def warm(self) -> str:
+        """Load the in-memory mirrors now, so the first search is not the slow one (`Mindnet` and `mindnet serve`
+        do it when they open the index); returns how the snapshot was opened (`loaded`, `current`,
+        `rebuilt (stale)`, ...) or `server` (a Qdrant server needs no mirror)."""
+        if not self.cache_edges:
+            return "server"
+        with self._lock:
+            self._mirrors()
+            return self.snapshot_status
+
+    def _mirrors(self) -> IndexData:
+        """Lexical mirror, edge index, titles and graph figures from the index snapshot (local Qdrant)."""
+        if self._data is None:
+            opened = open_index(self.client, self.prefix)
+            data = opened.data
+            self._lexical_index = LexicalIndex.from_data(data)
+            self._edge_index = EdgeIndex.from_data(data)
+            self._titles = dict(zip(data.note_ids, data.titles, strict=True))
+            self._graph_stats = GraphStats.from_data(data, self.config.graph.hub_degree)
+            self.snapshot_status = opened.status
+            self._data = data
+            log.info("index mirrors ready (%s) in %.2f s", opened.status, opened.seconds)
+        return self._data
+
     def graph_stats(self) -> GraphStats:
-        """Vault-wide link degrees and PageRank for hub damping, computed once per import (one place, so the
-        import could store them instead)."""
+        """Vault-wide link degrees and PageRank for hub damping: computed at import time into the index snapshot
+        (local Qdrant); on a server, read once from the edges collection per change of the index."""
+        if self.cache_edges:
+            self._mirrors()
         if self._graph_stats is None:
-            index = self._edges() or EdgeIndex.load(self.client, self.prefix)
-            titles = self._titles or load_titles(self.client, self.prefix)
-            self._graph_stats = stats_from_index(index, len(titles), self.config.graph.hub_degree)
+            notes = names(self.prefix)["notes"]
+            count = self.client.count(notes, exact=True).count if self.client.collection_exists(notes) else 0
+            self._graph_stats = stats_from_index(EdgeIndex.load(self.client, self.prefix), count,
+                                                 self.config.graph.hub_degree)
         return self._graph_stats
 
     def vectors_changed(self) -> None:
@@ -167,17 +201,18 @@ class MindnetRetriever(BaseRetriever):
     def _lexical(self) -> LexicalIndex | None:
         if not self.cache_edges:
             return None
-        if self._lexical_index is None:
-            self._lexical_index = LexicalIndex.load(self.client, self.prefix)
+        self._mirrors()
         return self._lexical_index
 
     def _edges(self) -> EdgeIndex | None:
         if not self.cache_edges:
             return None
-        if self._edge_index is None:
-            self._edge_index = EdgeIndex.load(self.client, self.prefix)
-            self._titles = load_titles(self.client, self.prefix)
+        self._mirrors()
         return self._edge_index
+
+    def fan_out(self) -> FanOut:
+        e = self.config.expand
+        return FanOut(per_note=e.max_edges_per_note, per_query=e.max_edges)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, client: QdrantClient, embed_model: BaseEmbedding,
@@ -278,10 +313,14 @@ class MindnetRetriever(BaseRetriever):
             """`dense_scores`: the points come from a dense search, so a point's score is its cosine."""
             for p in points:
                 pid = str(p.id)
-                if pid in cands or not self._keep(q, p.payload or {}):
+                # without a payload (local: read in full only for the hits shown) the mirror has the fields
+                row = lex.row_of.get(pid) if lex is not None and p.payload is None else None
+                payload = lex.brief_payload(row) if row is not None else p.payload or {}
+                if pid in cands or not self._keep(q, payload):
                     continue
                 vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else p.vector
-                c = Candidate(pid, p.payload or {}, _unit(vec) if vec is not None else None, via_graph=via_graph)
+                c = Candidate(pid, payload, _unit(vec) if vec is not None else None, via_graph=via_graph,
+                              brief=row is not None)
                 if vec is None and dense_scores:
                     c.dense = float(p.score)
                 elif vec is None:
@@ -291,7 +330,7 @@ class MindnetRetriever(BaseRetriever):
         dense_limit = (pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)) * widen
         for vec in dense_vecs:
             add(self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
-                                         limit=dense_limit, with_payload=True,
+                                         limit=dense_limit, with_payload=lex is None,
                                          with_vectors=[DENSE] if need_vectors else False).points,
                 dense_scores=True)
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
@@ -335,7 +374,7 @@ class MindnetRetriever(BaseRetriever):
             ranked = sorted(cands.values(), key=lambda c: -c.semantic)[: self.config.expand.seeds]
             seeds = {c.payload["chunk_id"]: c.semantic for c in ranked}
             subgraph = expand(self.client, self.prefix, list(seeds), q.depth, q.edge_types, seeds,
-                              edge_index=self._edges(), stats=self.graph_stats())
+                              edge_index=self._edges(), stats=self.graph_stats(), caps=self.fan_out())
             graph_only = self._graph_candidates(q, subgraph, cands, flt, mask, dense_vecs, sparse_queries,
                                                 lexical_max)
             self._fuse(q, graph_only, lo, hi)
@@ -406,24 +445,37 @@ class MindnetRetriever(BaseRetriever):
                         1, "not embedded yet (the import is still adding vectors): ranked by keywords and links only")
             return finished[c.point_id]
 
-        all_chunks = [node(r) for r in ranked] if q.aggregate else []
         keep = max(q.top_k, self.config.rerank.limit if q.rerank else 0)
-        if q.group == "chunk":
-            return [node(r) for r in ranked[: len(ranked) if q.aggregate else keep]], all_chunks
         heads: dict[str, Any] = {}
         others: dict[str, list[Any]] = {}
-        for r in ranked:
-            nid = str(r[0].payload.get("note_id", r[0].point_id))
-            if nid in heads:
-                others[nid].append(r)
-            elif len(heads) < keep:
-                heads[nid], others[nid] = r, []
+        if q.group != "chunk":
+            for r in ranked:
+                nid = str(r[0].payload.get("note_id", r[0].point_id))
+                if nid in heads:
+                    others[nid].append(r)
+                elif len(heads) < keep:
+                    heads[nid], others[nid] = r, []
+        shown = ranked if q.aggregate else ranked[:keep] if q.group == "chunk" else \
+            [x for nid, r in heads.items() for x in (r, *others[nid][:MAX_PASSAGES])]
+        self._complete([c for c, _ in shown])
+        all_chunks = [node(r) for r in ranked] if q.aggregate else []
+        if q.group == "chunk":
+            return [node(r) for r in ranked[: len(ranked) if q.aggregate else keep]], all_chunks
         return [with_passages(node(r), [node(o) for o in others[nid][:MAX_PASSAGES]])
                 for nid, r in heads.items()], all_chunks
 
+    def _complete(self, cands: list[Candidate]) -> None:
+        """Read the full payload (text, title, headings, ...) of the brief candidates about to be shown."""
+        brief = {c.point_id: c for c in cands if c.brief}
+        if brief:
+            for p in self.client.retrieve(self.collection, ids=list(brief), with_payload=True, with_vectors=False):
+                brief[str(p.id)].payload = p.payload or {}
+                brief[str(p.id)].brief = False
+
     def _add_by_id(self, point_ids: list[str], add: Any) -> None:
         if point_ids:
-            add(self.client.retrieve(self.collection, ids=point_ids, with_payload=True, with_vectors=[DENSE]))
+            add(self.client.retrieve(self.collection, ids=point_ids, with_payload=self._lexical() is None,
+                                     with_vectors=[DENSE]))
 
     # ------------------------------------------------------------------ pieces
 
@@ -481,20 +533,27 @@ class MindnetRetriever(BaseRetriever):
             return []
         lex = self._lexical()
         if lex is not None:
-            ids = lex.chunks_of_notes(new_notes, mask)
-            points = self.client.retrieve(self.collection, ids=ids, with_payload=True, with_vectors=[DENSE]) \
-                if ids else []
+            # ranking needs the vector and a few fields the mirror has; full payloads only for the hits shown
+            rows = lex.rows_of_notes(new_notes, mask)
+            ids = [lex.point_ids[r] for r in rows]
+            vectors = dense_vectors(self.client, self.collection, ids, DENSE) if ids else {}
+            found = [Candidate(pid, lex.brief_payload(r), _unit(vectors[pid]) if pid in vectors else None,
+                               via_graph=True, embedded=pid in vectors, brief=True)
+                     for pid, r in zip(ids, rows, strict=True)]
+            points = []
         else:
             must = [qm.FieldCondition(key="note_id", match=qm.MatchAny(any=new_notes)),
                     *((flt.must or []) if flt else [])]
             points = [p for p in scroll_points(self.client, self.collection, scroll_filter=qm.Filter(must=must),
                                                vectors=[DENSE]) if self._keep(q, p.payload or {})]
-        found = [Candidate(str(p.id), p.payload or {}, _unit(vec) if (vec := (p.vector or {}).get(DENSE)) is not None
-                           else None, via_graph=True, embedded=vec is not None) for p in points]
-        matrix = np.stack(dense_vecs)
-        for c in found:
-            if c.vector is not None:
-                c.dense = float(np.max(matrix @ c.vector))
+        if lex is None:
+            found = [Candidate(str(p.id), p.payload or {}, _unit(vec) if (vec := (p.vector or {}).get(DENSE))
+                               is not None else None, via_graph=True, embedded=vec is not None) for p in points]
+        with_vec = [c for c in found if c.vector is not None]
+        if with_vec:
+            sims = np.stack([c.vector for c in with_vec]) @ np.stack(dense_vecs).T
+            for c, best in zip(with_vec, sims.max(axis=1).tolist(), strict=True):
+                c.dense = float(best)
         self._lexical_scores(found, sparse_queries, lexical_max, None)
         best: dict[str, Candidate] = {}
         for c in found:

@@ -44,7 +44,7 @@ def load_titles(client: QdrantClient, prefix: str) -> dict[str, str]:
 
 
 def stats_from_index(index: EdgeIndex, note_count: int, hub_degree: float) -> GraphStats:
-    return GraphStats((e for edges in index.by_note.values() for e in edges), note_count, hub_degree=hub_degree)
+    return index.graph_stats(note_count, hub_degree)
 
 
 def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> list[EdgeRef]:

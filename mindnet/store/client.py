@@ -46,6 +46,31 @@ def _write_holder(folder: Path) -> None:
     atexit.register(_remove)
 
 
+def held_by_other(folder: Path) -> str | None:
+    """Who holds the local Qdrant folder, when its `mindnet.pid` names another live process (a cheap check before
+    the seconds opening a big folder takes; a folder held by a non-mindnet client is only found by opening)."""
+    try:
+        pid = int(json.loads((folder / HOLDER_FILE).read_text()).get("pid"))
+    except (OSError, ValueError, TypeError):
+        return None
+    if pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None            # left by a process that is gone
+    except PermissionError:
+        pass                   # alive, another user's
+    return _holder_text(folder)
+
+
+def locked_error(folder: Path, holder: str) -> StoreLockedError:
+    return StoreLockedError(
+        f"the local Qdrant folder {folder} is in use by {holder}. Local mode allows one "
+        f"process per folder: stop that process, use its server (`mindnet serve` offers import and query), "
+        f"or run a Qdrant server and set MINDNET_QDRANT_URL")
+
+
 def open_local(folder: Path | str) -> QdrantClient:
     if str(folder) == ":memory:":
         return QdrantClient(location=":memory:")
@@ -56,10 +81,7 @@ def open_local(folder: Path | str) -> QdrantClient:
     except RuntimeError as exc:
         if "already accessed" not in str(exc):
             raise StoreError(f"cannot open local Qdrant at {folder}: {exc}") from exc
-        raise StoreLockedError(
-            f"the local Qdrant folder {folder} is in use by {_holder_text(folder)}. Local mode allows one "
-            f"process per folder: stop that process, use its server (`mindnet serve` offers import and query), "
-            f"or run a Qdrant server and set MINDNET_QDRANT_URL") from exc
+        raise locked_error(folder, _holder_text(folder)) from exc
     _write_holder(folder)
     return client
 

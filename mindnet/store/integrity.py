@@ -7,12 +7,16 @@ from dataclasses import dataclass, field
 
 from qdrant_client import QdrantClient
 
-from mindnet.store.collections import count_without_vector, missing_payload_indexes, names, scroll_points
+from mindnet.store.collections import count_without_vector, missing_payload_indexes, names
+from mindnet.store.reader import iter_payloads, no_gc, read_points
+from mindnet.store.snapshot import snapshot_status
 
 
 def scroll_payloads(client: QdrantClient, collection: str, fields: list[str] | None = None) -> Iterator[dict]:
-    for p in scroll_points(client, collection, fields=fields):
-        yield p.payload or {}
+    """Every payload of a collection, read in one linear pass (`mindnet.store.reader`: local Qdrant's paged
+    scroll is quadratic)."""
+    for row in read_points(client, collection, fields=fields):
+        yield row.payload
 
 
 @dataclass
@@ -29,6 +33,8 @@ class IntegrityReport:
     missing_collections: list[str] = field(default_factory=list)
     missing_indexes: list[str] = field(default_factory=list)
     unembedded: int = 0        # chunks without their dense vector yet: not broken, the next import adds them
+    snapshot: str = "none"     # the in-memory mirrors' file: current | stale | missing | corrupt (rebuilt when
+                               # opened, never trusted) | none (in memory or a Qdrant server)
 
     @property
     def broken(self) -> bool:
@@ -41,10 +47,17 @@ class IntegrityReport:
                 "orphan_chunks": self.orphan_chunks, "missing_chunks": self.missing_chunks,
                 "unlisted": self.unlisted, "unfinished_notes": self.unfinished_notes,
                 "missing_collections": self.missing_collections, "missing_indexes": self.missing_indexes,
-                "unembedded": self.unembedded}
+                "unembedded": self.unembedded, "snapshot": self.snapshot}
 
 
 def check_index(client: QdrantClient, prefix: str) -> IntegrityReport:
+    """Read every note, chunk and edge of Qdrant once (linear, without local mode's quadratic paging) and
+    cross-check them; also say whether the index snapshot is current."""
+    with no_gc():
+        return _check(client, prefix)
+
+
+def _check(client: QdrantClient, prefix: str) -> IntegrityReport:
     coll = names(prefix)
     report = IntegrityReport()
     report.missing_collections = [n for n in coll.values() if not client.collection_exists(n)]
@@ -67,7 +80,7 @@ def check_index(client: QdrantClient, prefix: str) -> IntegrityReport:
     report.notes, report.chunks = len(note_chunks), len(chunk_ids)
     report.missing_chunks = sorted(c for ids in note_chunks.values() for c in ids if c not in chunk_ids)
     known = chunk_ids | set(note_chunks)
-    for e in scroll_payloads(client, coll["edges"]):
+    for _, e in iter_payloads(client, coll["edges"]):   # read only: locally these are Qdrant's own dicts
         report.edges += 1
         if e.get("note_id") in note_edges and e["edge_id"] not in note_edges[e["note_id"]]:
             report.unlisted.append(e["edge_id"])
@@ -79,4 +92,5 @@ def check_index(client: QdrantClient, prefix: str) -> IntegrityReport:
             report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
     report.missing_indexes = missing_payload_indexes(client, prefix)
     report.unembedded = count_without_vector(client, prefix)
+    report.snapshot = snapshot_status(client, prefix)
     return report

@@ -1,0 +1,185 @@
+"""Graph expansion on CSR arrays: the same subgraph as the expansion it replaced (uncapped), the same picks on
+the Qdrant (server) path, fan-out caps per note and per query by edge strength, and PageRank on arrays equal
+to networkx's."""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import pytest
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from mindnet.errors import ConfigError
+from mindnet.indexing.edges import edge_key
+from mindnet.retrieval.graph import STRUCTURAL, EdgeIndex, FanOut, GraphStats, expand, link_flow, note_of
+from mindnet.settings import RetrieverConfig, load_yaml_model
+from mindnet.store.collections import names, point_id
+
+
+def edge(src: str, dst: str, conf: float = 1.0, kind: str = "references", *, resolved: bool = True) -> dict:
+    source = f"{src}#c01"
+    return {"edge_id": edge_key(source, dst, kind), "source_id": source, "target_id": dst, "kind": kind,
+            "rule_id": f"test:{kind}", "confidence": conf, "note_id": src, "scope": "chunk", "resolved": resolved,
+            "target_text": None}
+
+
+def old_expand(edges: list[dict], seeds: list[str], depth: int, kinds: list[str]) -> tuple[set, dict]:
+    """The expansion before CSR (bc57eb1's EdgeIndex.edges_for + expand loop), kept as the reference."""
+    by_note: dict[str, list] = {}
+    by_target: dict[str, list] = {}
+    for e in edges:
+        if e["kind"] in STRUCTURAL or not e["resolved"]:
+            continue
+        by_note.setdefault(e["note_id"], []).append(e)
+        by_target.setdefault(note_of(e["target_id"]), []).append(e)
+    visited: set[str] = set()
+    frontier, seen, graph = list(seeds), set(), {}
+    for _ in range(depth):
+        visited.update(frontier)
+        found: set[str] = set()
+        loaded = [e for n in frontier for e in (*by_note.get(n, ()), *by_target.get(n, ())) if e["kind"] in kinds]
+        for e in loaded:
+            if e["edge_id"] in seen:
+                continue
+            seen.add(e["edge_id"])
+            src, dst = e["note_id"], note_of(e["target_id"])
+            if src == dst:
+                continue
+            graph[(src, dst)] = max(graph.get((src, dst), 0.0), e["confidence"])
+            found.update((src, dst))
+        frontier = sorted(found - visited)
+        if not frontier:
+            break
+    return seen, graph
+
+
+def random_edges(seed: int, notes: int = 40, count: int = 200) -> list[dict]:
+    rnd = random.Random(seed)
+    kinds = ["references", "mentions", "related_to", "next"]
+    out = {}
+    for _ in range(count):
+        a, b = rnd.sample(range(notes), 2)
+        target = f"n{b}" if rnd.random() < 0.8 else f"n{b}#c0{rnd.randint(1, 3)}"
+        e = edge(f"n{a}", target, round(rnd.choice([0.3, 0.5, 0.7, 0.9, 1.0]), 2), rnd.choice(kinds),
+                 resolved=rnd.random() > 0.05)
+        out[e["edge_id"]] = e
+    out["self"] = {**edge("n1", "n1#c02"), "edge_id": "self"}            # a link inside one note
+    return list(out.values())
+
+
+def qdrant_with(edges: list[dict]) -> QdrantClient:
+    client = QdrantClient(location=":memory:")
+    client.create_collection(names("t")["edges"], vectors_config={})
+    client.upsert(names("t")["edges"], points=[qm.PointStruct(id=point_id(e["edge_id"]), vector={}, payload=e)
+                                               for e in edges])
+    return client
+
+
+def picked(sub) -> tuple[set, dict]:
+    graph = {(a, b): d["confidence"] for a, b, d in sub.graph.edges(data=True)}
+    return {e["edge_id"] for e in sub.edges}, graph
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_uncapped_csr_expansion_equals_the_old_expansion(seed: int, depth: int) -> None:
+    edges = random_edges(seed)
+    kinds = ["references", "mentions", "related_to"]
+    seeds = ["n3", "n7#c01", "n11"]
+    sub = expand(None, "t", seeds, depth, kinds, edge_index=EdgeIndex(edges))
+    ids, graph = old_expand(edges, [note_of(s) for s in seeds], depth, kinds)
+    ids.discard("self")
+    assert picked(sub) == (ids, graph)
+    assert sub.edges and set(sub.seeds) == {"n3", "n7", "n11"}
+
+
+@pytest.mark.parametrize("caps", [FanOut(), FanOut(per_note=3), FanOut(per_query=25), FanOut(per_note=4, per_query=9)])
+def test_the_server_path_picks_the_same_edges_as_the_csr_path(caps: FanOut) -> None:
+    edges = [e for e in random_edges(5) if "#c" not in e["target_id"]]   # a server matches target ids as stored
+    client = qdrant_with(edges)
+    kinds = ["references", "mentions"]
+    via_csr = expand(client, "t", ["n2", "n9"], 2, kinds, edge_index=EdgeIndex(edges), caps=caps)
+    via_qdrant = expand(client, "t", ["n2", "n9"], 2, kinds, caps=caps)
+    assert picked(via_csr) == picked(via_qdrant)
+    assert [e["edge_id"] for e in via_csr.edges] == [e["edge_id"] for e in via_qdrant.edges]
+
+
+def hub_edges() -> list[dict]:
+    """A MOC linking 30 notes with falling confidence, one note linking into the MOC, a second hop beyond."""
+    edges = [edge("moc", f"x{i:02d}", round(1.0 - i / 100, 2)) for i in range(30)]
+    edges += [edge("a", "moc", 0.975), edge("x00", "far", 0.9), edge("x29", "far2", 0.9)]
+    return edges
+
+
+def test_a_note_follows_only_its_strongest_links() -> None:
+    sub = expand(None, "t", ["moc"], 1, ["references"], edge_index=EdgeIndex(hub_edges()),
+                 caps=FanOut(per_note=5))
+    # in and out count together: a -> moc (0.975) is among the moc's five strongest
+    assert sorted(sub.graph.edges) == [("a", "moc"), ("moc", "x00"), ("moc", "x01"), ("moc", "x02"),
+                                       ("moc", "x03")]
+
+
+def test_a_query_keeps_its_strongest_edges_nearer_hops_first() -> None:
+    sub = expand(None, "t", ["moc"], 2, ["references"], edge_index=EdgeIndex(hub_edges()),
+                 caps=FanOut(per_query=4))
+    assert sorted(sub.graph.edges) == [("a", "moc"), ("moc", "x00"), ("moc", "x01"), ("moc", "x02")]
+    sub = expand(None, "t", ["moc"], 2, ["references"], edge_index=EdgeIndex(hub_edges()),
+                 caps=FanOut(per_note=2, per_query=5))
+    # hop 1: the moc's two strongest, x00 (1.0) and x01 (0.99); hop 2: x00 -> far (0.9), x01 has no other link
+    assert sorted(sub.graph.edges) == [("moc", "x00"), ("moc", "x01"), ("x00", "far")]
+    assert len(sub.edges) <= 5
+
+
+def test_the_caps_bound_a_dense_graph() -> None:
+    edges = random_edges(7, notes=60, count=1500)
+    sub = expand(None, "t", ["n1", "n2"], 2, ["references", "mentions", "related_to"],
+                 edge_index=EdgeIndex(edges), caps=FanOut(per_note=6, per_query=40))
+    assert 0 < len(sub.edges) <= 40
+    uncapped = expand(None, "t", ["n1", "n2"], 2, ["references", "mentions", "related_to"],
+                      edge_index=EdgeIndex(edges))
+    assert len(uncapped.edges) > 200
+
+
+def test_retriever_yaml_sets_the_caps(tmp_path) -> None:
+    path = tmp_path / "retriever.yaml"
+    path.write_text("expand:\n  max_edges_per_note: 7\n  max_edges: 90\n", encoding="utf-8")
+    config = load_yaml_model(path, RetrieverConfig)
+    assert (config.expand.max_edges_per_note, config.expand.max_edges) == (7, 90)
+    path.write_text("expand:\n  max_edges_per_note: 0\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="max_edges_per_note"):
+        load_yaml_model(path, RetrieverConfig)
+    shipped = RetrieverConfig()
+    assert shipped.expand.max_edges_per_note and shipped.expand.max_edges
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_global_pagerank_on_arrays_equals_networkx(seed: int) -> None:
+    edges = [e for e in random_edges(seed) if e["resolved"] and e["kind"] not in STRUCTURAL]
+    stats = GraphStats(edges, 50)
+    graph = nx.DiGraph()
+    for e in edges:
+        a, b = e["note_id"], note_of(e["target_id"])
+        if a != b and (not graph.has_edge(a, b) or graph[a][b]["confidence"] < e["confidence"]):
+            graph.add_edge(a, b, confidence=e["confidence"])
+    ranks = nx.pagerank(graph, alpha=0.85, weight="confidence", max_iter=200, tol=1e-8)
+    assert stats.pr_rel == pytest.approx({n: r * graph.number_of_nodes() for n, r in ranks.items()}, rel=1e-9)
+    assert stats.in_degree == dict(graph.in_degree()) and stats.out_degree == dict(graph.out_degree())
+    assert stats.notes == 50
+
+
+def test_link_flow_on_arrays_equals_the_networkx_walk() -> None:
+    edges = [e for e in random_edges(3) if e["resolved"] and e["kind"] not in STRUCTURAL]
+    sub = expand(None, "t", ["n1", "n4"], 2, ["references", "mentions", "related_to"], edge_index=EdgeIndex(edges))
+    stats = GraphStats(edges, 40, hub_degree=3.0)
+    seeds = {"n1": 1.0, "n4": 0.5}
+    g = sub.graph.copy()
+    for a, _, d in g.edges(data=True):
+        d["w"] = d["confidence"] * stats.spec_out(a)
+    ranks = nx.pagerank(g, alpha=0.85, personalization=seeds, weight="w", max_iter=200, tol=1e-8)
+    out = dict(g.out_degree(weight="w"))
+    expected: dict[str, float] = {}
+    for a, b, d in g.edges(data=True):
+        expected[b] = expected.get(b, 0.0) + ranks[a] * d["w"] / out[a]
+    assert link_flow(sub.graph, seeds, stats) == pytest.approx(expected, rel=1e-9)

@@ -1,0 +1,105 @@
+"""`mindnet serve` starts at once: Qdrant opens and the retriever's mirrors load in the background while /health
+answers; the folder is opened exactly once however many threads ask; a folder another process holds is
+reported before the server starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+from fake_ollama import FakeOllama
+from fastapi.testclient import TestClient
+from helpers_vault import copy_sample_vault, fake_settings
+
+import mindnet.service as service_module
+from mindnet.api import create_app
+from mindnet.errors import StoreLockedError
+from mindnet.service import Mindnet
+
+
+@pytest.fixture()
+def settings(tmp_path: Path):
+    copy_sample_vault(tmp_path / "vault")
+    with FakeOllama() as server:
+        settings = fake_settings(tmp_path, server.url)
+        app = Mindnet(settings)
+        app.ingest()
+        app.close()
+        yield settings
+
+
+def test_health_answers_while_the_index_is_still_opening(settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    real_open = service_module.open_client
+
+    def slow_open(s):
+        assert release.wait(30)
+        return real_open(s)
+    monkeypatch.setattr(service_module, "open_client", slow_open)
+    app = Mindnet(settings)
+    warm = threading.Thread(target=app.warm)
+    warm.start()
+    try:
+        with TestClient(create_app(app)) as http:
+            body = http.get("/health").json()
+            assert (body["status"], body["opening"], body["collections"]) == ("ok", True, {})
+            release.set()
+            warm.join(30)
+            body = http.get("/health").json()
+            assert body["opening"] is False and body["collections"]["chunks"] > 0
+            assert app.retriever.snapshot_status in ("loaded", "current")   # warm: mirrors ready before a search
+    finally:
+        release.set()
+        warm.join(30)
+        app.close()
+
+
+def test_the_folder_is_opened_once_however_many_threads_ask(settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = []
+    real_open = service_module.open_client
+
+    def counting_open(s):
+        opened.append(threading.current_thread().name)
+        return real_open(s)
+    monkeypatch.setattr(service_module, "open_client", counting_open)
+    app = Mindnet(settings)
+    clients, errors = [], []
+
+    def ask() -> None:
+        try:
+            clients.append(app.client)
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            errors.append(exc)
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    try:
+        assert errors == [] and len(opened) == 1 and len({id(c) for c in clients}) == 1
+    finally:
+        app.close()
+
+
+def test_a_folder_held_by_another_process_is_reported_before_the_server_starts(settings) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys
+        from mindnet.store.client import open_local
+        client = open_local({str(settings.qdrant_path)!r})
+        print("ready", flush=True)
+        sys.stdin.read()
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "ready\n"
+        app = Mindnet(settings)
+        with pytest.raises(StoreLockedError, match=f"in use by process {holder.pid} "):
+            app.check_free()
+        assert not app.opened
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    Mindnet(settings).check_free()        # gone: free again (its mindnet.pid is left behind, stale)

@@ -1,0 +1,203 @@
+"""The index snapshot (mindnet.store.snapshot): written at import time, loaded at start when it is current, and
+rebuilt - never trusted - when it is missing, stale, corrupt or of another format; incremental imports keep it
+current; the mirrors built from it search exactly as the mirrors read from Qdrant."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fake_ollama import FakeOllama
+from helpers_vault import copy_sample_vault, fake_settings
+
+from mindnet.indexing.sparse import SparseEncoder, to_qdrant
+from mindnet.retrieval.graph import EdgeIndex, GraphStats
+from mindnet.retrieval.lexical import LexicalIndex
+from mindnet.retrieval.query import QueryRequest
+from mindnet.service import Mindnet
+from mindnet.store import snapshot
+from mindnet.store.collections import names
+from mindnet.store.integrity import check_index
+
+
+@pytest.fixture()
+def app(tmp_path: Path):
+    copy_sample_vault(tmp_path / "vault")
+    with FakeOllama() as server:
+        app = Mindnet(fake_settings(tmp_path, server.url))
+        app.ingest()
+        yield app
+        app.close()
+
+
+def snap_path(app: Mindnet) -> Path:
+    path = snapshot.snapshot_path(app.client, "t")
+    assert path is not None
+    return path
+
+
+def reopen(app: Mindnet) -> snapshot.Opened:
+    """Open as a new process would: nothing cached in this one."""
+    snapshot.forget(app.client, "t")
+    return snapshot.open_index(app.client, "t")
+
+
+def same_data(a: snapshot.IndexData, b: snapshot.IndexData) -> None:
+    assert a.digest == b.digest
+    assert (a.note_ids, a.titles, a.chunk_pids, a.chunk_note, a.chunk_tags, a.nodes, a.kinds) == \
+        (b.note_ids, b.titles, b.chunk_pids, b.chunk_note, b.chunk_tags, b.nodes, b.kinds)
+    for name in ("sparse_ptr", "sparse_terms", "sparse_vals", "edge_src", "edge_dst", "edge_conf", "edge_kind",
+                 "in_degree", "out_degree", "pr_rel", "linked"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert [a.edge_payload(i) for i in range(len(a.edge_src))] == [b.edge_payload(i) for i in range(len(b.edge_src))]
+
+
+def test_the_import_writes_a_current_snapshot_that_a_new_process_loads(app: Mindnet) -> None:
+    assert snap_path(app).exists()
+    assert snapshot.snapshot_status(app.client, "t") == "current"
+    opened = reopen(app)
+    assert opened.status == "loaded"
+    same_data(opened.data, snapshot.build(app.client, "t"))
+    assert check_index(app.client, "t").snapshot == "current"
+
+
+def test_the_snapshot_holds_every_link_edge_payload_as_stored(app: Mindnet) -> None:
+    data = reopen(app).data
+    stored = [p.payload for p in app.client.scroll(names("t")["edges"], limit=10_000)[0]
+              if p.payload["kind"] not in snapshot.STRUCTURAL and p.payload["resolved"]
+              and p.payload["note_id"] != snapshot.note_of(p.payload["target_id"])]
+    assert len(stored) > 20
+    by_id = {e["edge_id"]: e for e in stored}
+    assert {data.edge_payload(i)["edge_id"] for i in range(len(data.edge_src))} == set(by_id)
+    assert all(data.edge_payload(i) == by_id[data.edge_payload(i)["edge_id"]] for i in range(len(data.edge_src)))
+    # strongest first: the CSR slices rely on it
+    keys = [(-data.edge_payload(i)["confidence"], data.edge_payload(i)["edge_id"]) for i in range(len(data.edge_src))]
+    assert keys == sorted(keys)
+
+
+def test_a_missing_snapshot_is_rebuilt_and_written(app: Mindnet) -> None:
+    snap_path(app).unlink()
+    assert snapshot.snapshot_status(app.client, "t") == "missing"
+    opened = reopen(app)
+    assert opened.status == "rebuilt (missing)"
+    assert snap_path(app).exists() and reopen(app).status == "loaded"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "bounds", "format"])
+def test_a_corrupt_or_foreign_snapshot_is_rebuilt_never_trusted(app: Mindnet, damage: str) -> None:
+    path = snap_path(app)
+    good = snapshot.load(path)
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage == "flip":             # one byte inside a stored array: the zip CRC catches it
+        raw = bytearray(path.read_bytes())
+        with zipfile.ZipFile(path) as z:
+            info = z.getinfo("edge_conf.npy")
+        raw[info.header_offset + 200] ^= 0xFF
+        path.write_bytes(bytes(raw))
+    elif damage == "garbage":
+        path.write_bytes(b"not a snapshot")
+    elif damage == "bounds":           # well-formed file, impossible content (an edge to node 10**6)
+        good.edge_dst = good.edge_dst.copy()
+        good.edge_dst[0] = 10**6
+        snapshot.save(good, path)
+    else:                              # written by another version of the format
+        monkey = snapshot.FORMAT
+        try:
+            snapshot.FORMAT = monkey + 1
+            snapshot.save(good, path)
+        finally:
+            snapshot.FORMAT = monkey
+    assert snapshot.snapshot_status(app.client, "t") in ("corrupt", "stale", "current")
+    with pytest.raises(snapshot.SnapshotError):
+        snapshot.load(path)
+    opened = reopen(app)
+    assert opened.status == ("rebuilt (other format)" if damage == "format" else opened.status)
+    assert opened.status.startswith("rebuilt (corrupt" if damage != "format" else "rebuilt (other format")
+    same_data(opened.data, snapshot.build(app.client, "t"))
+    assert reopen(app).status == "loaded"
+
+
+def test_a_stale_snapshot_is_rebuilt_with_what_the_index_now_holds(app: Mindnet, tmp_path: Path) -> None:
+    old = tmp_path / "old.npz"
+    shutil.copy(snap_path(app), old)
+    note = tmp_path / "vault" / "concepts" / "zebrafisch.md"
+    note.write_text("---\ntitle: Zebrafisch\n---\nDer Zebrafisch verweist auf [[Qdrant]].\n", encoding="utf-8")
+    app.ingest()
+    shutil.copy(old, snap_path(app))          # the index moved on; the file is the old one
+    assert snapshot.snapshot_status(app.client, "t") == "stale"
+    opened = reopen(app)
+    assert opened.status == "rebuilt (stale)"
+    assert "Zebrafisch" in opened.data.titles
+    same_data(opened.data, snapshot.build(app.client, "t"))
+
+
+def test_an_incremental_import_leaves_a_current_snapshot_and_the_search_sees_it(app: Mindnet, tmp_path: Path
+                                                                                ) -> None:
+    request = QueryRequest(query="Zebrafisch Aquarium", mode="hybrid", top_k=3)
+    assert app.retriever.search(request).nodes[0].node.metadata["title"] != "Zebrafisch"
+    before = snapshot.load(snap_path(app)).digest
+    note = tmp_path / "vault" / "concepts" / "zebrafisch.md"
+    note.write_text("---\ntitle: Zebrafisch\n---\nDer Zebrafisch im Aquarium verweist auf [[Qdrant]].\n",
+                    encoding="utf-8")
+    report = app.ingest()
+    assert report.new == 1
+    assert snapshot.load(snap_path(app)).digest != before
+    assert snapshot.snapshot_status(app.client, "t") == "current"
+    hit = app.retriever.search(request).nodes[0].node.metadata
+    assert hit["title"] == "Zebrafisch"
+    assert app.retriever.snapshot_status == "current"      # adopted from the import, not read again
+    note.unlink()                                           # a deletion too
+    app.ingest()
+    assert snapshot.snapshot_status(app.client, "t") == "current"
+    assert "Zebrafisch" not in reopen(app).data.titles
+
+
+def test_an_unchanged_reimport_does_not_rebuild(app: Mindnet, monkeypatch: pytest.MonkeyPatch) -> None:
+    built = []
+    monkeypatch.setattr(snapshot, "build", lambda *a: built.append(a))
+    snapshot.forget(app.client, "t")
+    app.ingest()
+    assert built == [] and snapshot.snapshot_status(app.client, "t") == "current"
+
+
+def test_mirrors_from_the_snapshot_equal_mirrors_read_from_qdrant(app: Mindnet) -> None:
+    data = reopen(app).data
+    lexical, direct = LexicalIndex.from_data(data), LexicalIndex.load(app.client, "t")
+    assert lexical.point_ids == direct.point_ids
+    for text in ("Qdrant Vektor Datenbank", "Karate Training Plan", "hybride Suche"):
+        idx, val = SparseEncoder().encode_queries([text])
+        query = to_qdrant(idx[0], val[0])
+        np.testing.assert_allclose(lexical.scores(query), direct.scores(query), rtol=1e-6)
+    stats, edges_direct = GraphStats.from_data(data, 10.0), EdgeIndex.load(app.client, "t")
+    notes = app.client.count(names("t")["notes"]).count
+    from_edges = edges_direct.graph_stats(notes, 10.0)
+    assert stats.in_degree == from_edges.in_degree and stats.out_degree == from_edges.out_degree
+    assert stats.notes == from_edges.notes
+    assert stats.pr_rel == pytest.approx(from_edges.pr_rel, rel=1e-9)
+
+
+def test_a_server_or_memory_index_has_no_snapshot_file() -> None:
+    from qdrant_client import QdrantClient
+    client = QdrantClient(location=":memory:")
+    assert snapshot.snapshot_path(client, "t") is None
+    assert snapshot.snapshot_status(client, "t") == "none"
+    opened = snapshot.open_index(client, "t")      # no collections: an empty mirror, built in memory
+    assert (opened.status, opened.data.chunk_pids, opened.data.nodes) == ("built", [], [])
+
+
+def test_the_snapshot_file_is_replaced_atomically(app: Mindnet, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = snap_path(app)
+    before = path.read_bytes()
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+    monkeypatch.setattr(np, "savez", fail)
+    with pytest.raises(OSError):
+        snapshot.save(snapshot.load(path), path)
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+    assert snapshot.read_meta(path)["format"] == snapshot.FORMAT     # the old file, whole
