@@ -73,7 +73,10 @@ def import_throughput(vault: Path, work: Path, settings: Settings) -> dict:
     return {"embedded_texts": report.embedded_texts, "calls": report.embedding_calls,
             "wall_seconds": round(report.seconds_total, 2), "embedding_seconds": round(report.seconds_embedding, 2),
             "cpu_seconds": round(used, 2), "texts_per_cpu_s": report.embedded_texts / used if used else 0.0,
-            "texts_per_s": report.embedded_texts / report.seconds_total if report.seconds_total else 0.0}
+            "texts_per_s": report.embedded_texts / report.seconds_total if report.seconds_total else 0.0,
+            "phase1_seconds": round(report.seconds_phase1, 2),
+            "phase2_texts_per_s": report.embedded_texts / (report.seconds_total - report.seconds_phase1)
+            if report.seconds_total > report.seconds_phase1 else 0.0}
 
 
 def compare(vault: Path, limit: int | None) -> dict:
@@ -210,8 +213,10 @@ def backends(vault: Path, names: list[str], latency: float, limit: int | None) -
                          "texts": len(texts), "batch": batch, "calls_in_flight": parallel,
                          "raw_texts_per_s": [round(raw1, 2), round(raw2, 2)],
                          "import_texts_per_s": round(imp["texts_per_s"], 2), "import_embedded": imp["embedded_texts"],
-                         "import_wall_s": imp["wall_seconds"],
-                         "import_share_of_raw_pct": round(100 * imp["texts_per_s"] / raw, 1) if raw else 0.0})
+                         "import_wall_s": imp["wall_seconds"], "import_phase1_s": imp["phase1_seconds"],
+                         "import_share_of_raw_pct": round(100 * imp["texts_per_s"] / raw, 1) if raw else 0.0,
+                         "phase2_texts_per_s": round(imp["phase2_texts_per_s"], 2),
+                         "phase2_share_of_raw_pct": round(100 * imp["phase2_texts_per_s"] / raw, 1) if raw else 0.0})
     return rows
 
 
