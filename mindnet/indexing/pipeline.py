@@ -556,6 +556,8 @@ class Importer:
             nid = p.note.note_id
             if nid not in unwritten:
                 state.put(entry_of(p, report.issues, seen))
+                # the text mentions are searched in, kept: a new title then costs no read of every file
+                state.texts[nid] = (p.note.content_hash, f"{p.note.title}\n{p.note.body}".casefold())
             elif nid in stored and nid not in state.entries:
                 state.put(_placeholder(stored[nid]))    # not rewritten yet: read again next time
         if report.stopped_early:
