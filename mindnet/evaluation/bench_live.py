@@ -7,9 +7,12 @@ time from a save to a search finding the note, and kill -9 during a two-phase im
 
 `serve` starts `mindnet serve --no-ui` on a fresh Qdrant folder and a fresh embedding cache, asks a hybrid
 query every half second until it has hits (printing the seconds since start and the trace's count of chunks not
-embedded yet), then writes a new note into the vault and asks until a query finds it (seconds since the save;
-phase 1 of the first import is still running then), then once phase 2 runs saves another note and times it
-the same way, then stops the server. The vault is copied first; the original is never written.
+embedded yet), then writes a new note into the vault and asks every 0.1 s until a query finds it (seconds since
+the save; phase 1 of the first import is still running then), then once phase 2 runs times `--saves` saves the
+same way (new notes and edits of existing ones, alternately; the median is reported), and with
+`--wait-embedded` waits for phase 2 to end and times saves until hybrid search finds them and until semantic
+search (vectors only) does. `--cache DIR` uses that embedding cache instead of a fresh one. The vault is copied
+first; the original is never written.
 
 `kill` runs `mindnet ingest` in a subprocess on a fresh index, once undisturbed (timing its two phases by the
 requests it sends the fake Ollama: the size probe starts phase 1's writes, the first batch of vectors starts

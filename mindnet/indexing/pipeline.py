@@ -1,7 +1,9 @@
 """The import pipeline: vault -> notes, chunks and edges in Qdrant, incrementally, in two phases.
 
-Every run reads and parses the whole vault (cheap) and derives all edges again from the current set of notes,
-so links heal and mentions appear without special scripts. Only what differs from the index is written.
+The first run (and any run whose manifest does not match the index) reads, parses and links the whole vault;
+later runs plan only the files whose stat changed and the notes whose links or mentions they affect
+(`mindnet.indexing.planning`, `mindnet.indexing.state`), with the same result. Links heal and mentions appear
+without special scripts. Only what differs from the index is written.
 
 Phase 1 needs no embedding model (only a one-text probe of its vector size when chunks are written):
   - a note whose fingerprint (file bytes, path, type settings, embedding model) changed is re-chunked and
