@@ -48,6 +48,13 @@ def render_import_report(report, as_json: bool, *, all_unresolved: bool = False)
     t.add_row("unresolved links", f"{data['unresolved_count']} to "
                                   f"{len(report.unresolved_targets(None))} targets")
     t.add_row("attachments", f"{data['attachments']} links to files (images, PDFs, ...)")
+    if data["mention_sources_top"]:
+        top = ", ".join(f"{m['note']} {m['mentions']}" for m in data["mention_sources_top"][:5])
+        t.add_row("mentions", f"{data['mention_edges']} edges; most from {escape(top)}")
+    if data["mention_common"]:
+        t.add_row("common names", ", ".join(f"{escape(m['name'])!r} in {m['notes']} notes"
+                                            for m in data["mention_common"][:5])
+                  + " (common: damped or no mention edges, types.yaml `mentions`)")
     t.add_row("embedding", f"{data['embedded_texts']} texts in {data['embedding_calls']} calls, "
                            f"{data['seconds_embedding']:.2f} s; searchable after {data['seconds_phase1']:.2f} s")
     if data["vectors_missing"]:

@@ -35,7 +35,7 @@ from mindnet.retrieval.results import hit_dict, result_dict
 from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 from mindnet.settings import Settings
 from mindnet.store.client import held_by_other, locked_error, open_client
-from mindnet.store.collections import point_id
+from mindnet.store.collections import CollectionLayout, point_id
 
 if TYPE_CHECKING:
     from mindnet.analysis.analyzer import Analyzer
@@ -124,7 +124,7 @@ class Mindnet:
                         types=self.settings.types, lock=self.index_lock, progress=self.progress,
                         on_written=self._after_import, on_embedded=self._after_vectors,
                         manifest=self.settings.cache_dir / f"manifest-{self.settings.collection_prefix}.json",
-                        local_folder=local)
+                        local_folder=local, layout=CollectionLayout.from_settings(self.settings))
 
     @cached_property
     def retriever(self) -> MindnetRetriever:

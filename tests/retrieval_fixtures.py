@@ -135,6 +135,7 @@ def config(**changes: Any) -> RetrieverConfig:
                    "edge_types": ["references", "depends_on", "related_to", "mentions"]},
         "hybrid": {"dense_prefetch": 50, "sparse_prefetch": 50, "alpha": 0.5},
         "rerank": {"enabled": False, "limit": 20},
+        "graph": {"hub_degree": 10.0, "chance": 0.0},
     }
     for dotted, value in changes.items():
         node = data

@@ -49,9 +49,11 @@ def test_query_returns_hits_with_breakdowns(api: TestClient) -> None:
     body = r.json()
     assert (body["mode"], body["top_k"], body["group"]) == ("semantic", 3, "note")
     assert [h["node_id"] for h in body["hits"]] == ["a#c01", "b#c01", "c#c01"]
-    assert body["hits"][0]["score_breakdown"]["total"] == pytest.approx(0.9)
+    # cosines 0.9 .. 0.5 scale to 1.0 .. 0.0 over the candidates
+    assert body["hits"][0]["score_breakdown"]["total"] == pytest.approx(1.0)
     assert body["hits"][0]["explanation"]["reasons"][0] == \
-        "semantic match 0.900 x type 'decision' weight 1 -> 0.900"
+        "semantic match 1.000 (cosine 0.900, scaled between the candidates' lowest and highest) x type " \
+        "'decision' weight 1 -> 1.000"
 
 
 def test_query_groups_by_note_with_the_other_chunks_as_passages(api: TestClient) -> None:
@@ -59,7 +61,7 @@ def test_query_groups_by_note_with_the_other_chunks_as_passages(api: TestClient)
     assert [(h["note_id"], h["node_id"]) for h in body["hits"]] == [("a", "a#c01"), ("b", "b#c01")]
     assert body["hits"][0]["passages"] == []
     assert [(p["node_id"], p["ord"], round(p["score"], 4), p["text"]) for p in body["hits"][1]["passages"]] == [
-        ("b#c02", 2, 0.6, "b chunk 2")]
+        ("b#c02", 2, 0.25, "b chunk 2")]      # cosine 0.6 between 0.5 and 0.9
 
 
 def test_query_group_chunk_keeps_the_chunk_list(api: TestClient) -> None:
@@ -77,7 +79,7 @@ def test_query_without_explanations(api: TestClient) -> None:
 def test_query_returns_notes_when_aggregated(api: TestClient) -> None:
     body = api.post("/query", json={"query": "q", "mode": "semantic", "aggregate": "sum"}).json()
     assert [(n["note_id"], round(n["score"], 4)) for n in body["notes"]] == [
-        ("b", 1.3), ("a", 0.9), ("c", 0.5)]
+        ("a", 1.0), ("b", 0.75), ("c", 0.0)]   # b: 0.5 + 0.25 (cosines 0.7, 0.6 between 0.5 and 0.9)
 
 
 @pytest.mark.parametrize(("payload", "field"), [

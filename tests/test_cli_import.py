@@ -97,8 +97,7 @@ def test_check_fails_on_an_index_broken_on_purpose(env, tmp_path, capsys) -> Non
     data = json.loads(capsys.readouterr().out)
     assert (data["ok"], data["orphan_chunks"]) == (False, ["b#c01"])
     assert sorted((d["source_id"], d["target_id"], d["kind"]) for d in data["dangling_edges"]) == [
-        ("a#c01", "b", "references"),
-        ("a#c01", "b", "related_to"),
+        ("a#c01", "b", "references"),     # carries the type default related_to (stored once)
         ("b#c01", "b", "belongs_to"),
     ]
 

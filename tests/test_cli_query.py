@@ -34,7 +34,8 @@ def test_query_json_prints_query_id_and_hits(index_env: Path, capsys: pytest.Cap
     assert main(["query", "what did I decide", "--mode", "semantic", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [h["note_id"] for h in data["hits"]] == ["a", "b", "c"]
-    assert data["hits"][0]["score_breakdown"]["total"] == pytest.approx(0.9)
+    assert data["hits"][0]["score_breakdown"]["total"] == pytest.approx(1.0)   # the best cosine scales to 1
+    assert data["hits"][0]["score_breakdown"]["dense"] == pytest.approx(0.9)
     logged = json.loads((index_env / "logs" / "search_history.jsonl").read_text())
     assert (logged["query_id"], logged["query_text"]) == (data["query_id"], "what did I decide")
 

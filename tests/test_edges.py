@@ -8,6 +8,7 @@ from mindnet.indexing.edges import LinkResolver, derive_edges
 from mindnet.indexing.mentions import MentionIndex
 from mindnet.indexing.node_parser import MarkdownNoteParser
 from mindnet.settings import MentionSettings, TypesConfig
+from mindnet.store.collections import edge_as
 from mindnet.vault.links import extract_links
 from mindnet.vault.note import Note, parse_note
 
@@ -101,13 +102,37 @@ def rows(edges) -> list[tuple]:
     return sorted((e.source_id, e.target_id, e.kind, e.rule_id, e.confidence, e.resolved) for e in edges)
 
 
-def test_explicit_link_adds_type_default_edges_with_lower_confidence(vault_notes, types_config) -> None:
+def test_explicit_link_carries_type_default_kinds_on_one_edge(vault_notes, types_config) -> None:
     task = make_note("---\nid: t\n---\nneeds [[PageRank]]", "tasks/t.md", types_config)  # task: depends_on
-    assert rows(edges_of(task, vault_notes, types_config)) == [
-        ("t#c01", "pg", "depends_on", "edge_defaults:task", 0.7, True),
+    edges = edges_of(task, vault_notes, types_config)
+    assert rows(edges) == [
         ("t#c01", "pg", "references", "explicit:wikilink", 1.0, True),
         ("t#c01", "t", "belongs_to", "structure:belongs_to", 1.0, True),
     ]
+    link = next(e.payload() for e in edges if e.kind == "references")
+    assert link["kinds"] == ["references", "depends_on"]
+    assert (link["default_rule"], link["default_confidence"]) == ("edge_defaults:task", 0.7)
+    # read as the default kind, the edge is what the separate default edge used to be
+    assert edge_as(link, {"depends_on"}) | {} == {**link, "kind": "depends_on", "rule_id": "edge_defaults:task",
+                                                   "confidence": 0.7}
+    assert edge_as(link, {"references", "depends_on"}) is link
+    assert edge_as(link, {"mentions"}) is None
+    belongs = next(e.payload() for e in edges if e.kind == "belongs_to")
+    assert belongs["kinds"] == ["belongs_to"] and "default_rule" not in belongs
+
+
+def test_an_explicit_relation_of_the_default_kind_keeps_its_own_edge(vault_notes, types_config) -> None:
+    note = make_note("---\nid: t\n---\nneeds [[PageRank]] and [[rel:depends_on PageRank]]", "tasks/t.md",
+                     types_config)
+    edges = [e.payload() for e in edges_of(note, vault_notes, types_config) if e.kind != "belongs_to"]
+    assert sorted((e["kind"], e["kinds"]) for e in edges) == [("depends_on", ["depends_on"]),
+                                                               ("references", ["references"])]
+
+
+def test_a_link_written_twice_is_one_edge_with_its_default_kind(vault_notes, types_config) -> None:
+    note = make_note("---\nid: c\n---\n[[PageRank]] and [[PageRank|PR]] again", "concepts/c.md", types_config)
+    edges = [e.payload() for e in edges_of(note, vault_notes, types_config) if e.kind != "belongs_to"]
+    assert [(e["kind"], e["kinds"]) for e in edges] == [("references", ["references", "related_to"])]
 
 
 def test_typed_links_get_rule_confidences_and_no_type_defaults(vault_notes, types_config) -> None:

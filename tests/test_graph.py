@@ -26,10 +26,11 @@ def graph(edges: list[tuple[str, str, float]], seeds: dict[str, float]) -> Subgr
 
 
 @pytest.mark.parametrize(("edges", "seeds", "note", "bonus"), [
-    # confidences of edges from seed notes into the note, divided by the number of seeds
-    ([("a", "t", 1.0), ("b", "t", 0.5)], {"a": 1, "b": 1, "c": 1}, "t", 0.5),
-    ([("a", "t", 1.0), ("z", "t", 1.0)], {"a": 1, "b": 1}, "t", 0.5),       # z is not a seed
-    ([("a", "t", 1.0)], {"a": 1, "t": 1}, "t", 0.5),                         # a seed may receive a bonus
+    # confidences of edges from seed notes into the note (x the seed's relevance), at most 1
+    ([("a", "t", 0.5), ("b", "t", 0.3)], {"a": 1, "b": 1, "c": 1}, "t", 0.8),
+    ([("a", "t", 1.0), ("b", "t", 0.5)], {"a": 1, "b": 1, "c": 1}, "t", 1.0),
+    ([("a", "t", 0.4), ("z", "t", 1.0)], {"a": 1, "b": 1}, "t", 0.4),       # z is not a seed
+    ([("a", "t", 0.4)], {"a": 0.5, "t": 1}, "t", 0.2),                       # a seed may receive a bonus
     ([("a", "t", 1.0)], {"a": 1}, "a", 0.0),                                 # outgoing edges give none
     ([("a", "t", 1.0)], {"a": 1}, "unknown", 0.0),
 ])

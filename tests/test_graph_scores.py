@@ -48,26 +48,40 @@ def test_global_pagerank_is_relative_to_the_average_note() -> None:
 
 
 def test_edge_bonus_weights_relevance_and_the_source_s_specificity() -> None:
-    # a links to 40 notes (specificity 0.5), b only to t; b is half as relevant as a; 2 of 400 notes link to t,
-    # so chance gives 2 seeds x 2 / 400 = 0.01 linkers: B_edge(t) = (1.0 * 1.0 * 0.5 + 0.8 * 0.5 - 0.01) / 2
-    stats = GraphStats([edge("a", "t"), *(edge("a", f"x{i}") for i in range(39)), edge("b", "t", 0.8)], 400)
-    sub = subgraph([("a", "t", 1.0), ("b", "t", 0.8)], {"a": 0.9, "b": 0.45}, stats)
-    assert sub.edge_bonus("t") == pytest.approx(0.445)
+    # a links to 40 notes (specificity 0.5), b only to t; b is half as relevant as a:
+    # B_edge(t) = 1.0 * 1.0 * 0.5 + 0.8 * 0.5 * 1.0 = 0.9 (one specific link from the best hit alone would be 1.0)
+    edges = [edge("a", "t"), *(edge("a", f"x{i}") for i in range(39)), edge("b", "t", 0.8)]
+    sub = subgraph([("a", "t", 1.0), ("b", "t", 0.8)], {"a": 0.9, "b": 0.45}, GraphStats(edges, 400))
+    assert sub.edge_bonus("t") == pytest.approx(0.9)
+    # with the chance correction on (graph.chance 1): 2 of 400 notes link to t, so chance gives
+    # 2 seeds x 2 / 400 = 0.01 linkers: 0.9 - 0.01
+    sub = subgraph([("a", "t", 1.0), ("b", "t", 0.8)], {"a": 0.9, "b": 0.45}, GraphStats(edges, 400, chance=1.0))
+    assert sub.edge_bonus("t") == pytest.approx(0.89)
 
 
-def test_edge_bonus_subtracts_what_chance_gives_a_note_most_of_the_vault_links_to() -> None:
-    # 3 of 4 notes link to t; both seeds linking to it is what chance predicts (2 x 3 / 4 = 1.5 > 1.4)
-    stats = GraphStats([edge("a", "t"), edge("b", "t", 0.8), edge("c", "t")])
-    sub = subgraph([("a", "t", 1.0), ("b", "t", 0.8)], {"a": 0.9, "b": 0.45}, stats)
-    assert sub.edge_bonus("t") == 0.0
+def test_edge_bonus_is_at_most_one() -> None:
+    # two specific links from equally relevant hits: 1.0 + 1.0, capped at 1
+    sub = subgraph([("a", "t", 1.0), ("b", "t", 1.0)], {"a": 0.9, "b": 0.9}, GraphStats([edge("a", "t")], 10))
+    assert sub.edge_bonus("t") == 1.0
+
+
+def test_edge_bonus_chance_correction_cancels_a_note_most_of_the_vault_links_to() -> None:
+    # 3 of 4 notes link to t; both seeds linking to it (1.0 + 0.8 * 0.5 = 1.4) is what chance predicts
+    # (2 x 3 / 4 = 1.5): nothing with graph.chance 1, min(1, 1.4) = 1 without the correction
+    edges = [edge("a", "t"), edge("b", "t", 0.8), edge("c", "t")]
+    seeds = {"a": 0.9, "b": 0.45}
+    assert subgraph([("a", "t", 1.0), ("b", "t", 0.8)], seeds, GraphStats(edges, chance=1.0)).edge_bonus("t") == 0.0
+    assert subgraph([("a", "t", 1.0), ("b", "t", 0.8)], seeds, GraphStats(edges)).edge_bonus("t") == 1.0
 
 
 def test_edge_bonus_damps_a_hub_target() -> None:
-    # t has 40 incoming links among 400 notes (specificity 0.5; chance 2 x 40 / 400 = 0.2 linkers):
-    # (1.0 + 0.8 * 0.5 - 0.2) * 0.5 / 2 = 0.3
-    stats = GraphStats([edge("a", "t"), edge("b", "t", 0.8), *(edge(f"y{i}", "t") for i in range(38))], 400)
-    sub = subgraph([("a", "t", 1.0), ("b", "t", 0.8)], {"a": 0.9, "b": 0.45}, stats)
-    assert sub.edge_bonus("t") == pytest.approx(0.3)
+    # t has 40 incoming links among 400 notes (specificity sqrt(10 / 40) = 0.5): (1.0 + 0.8 * 0.5) * 0.5 = 0.7;
+    # with graph.chance 1 (chance 2 x 40 / 400 = 0.2 linkers): (1.4 - 0.2) * 0.5 = 0.6
+    edges = [edge("a", "t"), edge("b", "t", 0.8), *(edge(f"y{i}", "t") for i in range(38))]
+    for chance, expected in ((0.0, 0.7), (1.0, 0.6)):
+        sub = subgraph([("a", "t", 1.0), ("b", "t", 0.8)], {"a": 0.9, "b": 0.45}, GraphStats(edges, 400,
+                                                                                             chance=chance))
+        assert sub.edge_bonus("t") == pytest.approx(expected)
 
 
 def test_link_flow_counts_only_what_arrives_over_links() -> None:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_vault import fake_settings, write_vault
+from helpers_vault import fake_settings, write_types, write_vault
 from test_import_pipeline import WriteSpy
 
 from mindnet.errors import StoreLockedError
@@ -57,8 +57,8 @@ def _summary(report: ImportReport) -> dict:
 class Reference:
     """The same vault imported with a whole-vault plan every time, into its own index."""
 
-    def __init__(self, tmp: Path, url: str) -> None:
-        self.app = Mindnet(fake_settings(tmp / "ref", url, vault_root=tmp / "vault"))
+    def __init__(self, tmp: Path, url: str, **overrides: object) -> None:
+        self.app = Mindnet(fake_settings(tmp / "ref", url, vault_root=tmp / "vault", **overrides))
 
     def ingest(self) -> ImportReport:
         self.app.settings.cache_dir.joinpath("manifest-t.json").unlink(missing_ok=True)
@@ -305,3 +305,34 @@ def test_an_unchanged_reimport_still_refuses_a_folder_another_process_holds(tmp_
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_common_names_and_the_mention_cap_follow_edits_as_a_full_import(tmp_path, make_app, fake_ollama):
+    """With a tiny vault made to have common names (named by more than a third of the notes) and a cap of one
+    mention per note, an edit that makes a name common, or changes which mention a note keeps, re-derives the
+    notes it affects."""
+    types = write_types(tmp_path / "types.yaml", **{"mentions.common_min_notes": 1, "mentions.max_note_share": 0.34,
+                                                     "mentions.max_per_note": 1, "mentions.common_damping": 0.0})
+    vault = write_vault(tmp_path / "vault", BASE)
+    _stamp(vault, 0)
+    reference = Reference(tmp_path, fake_ollama.url, types_config=types)
+    try:
+        app = make_app(types_config=types)
+        app.ingest()
+        rng = random.Random(5)
+        words = ["Apfel", "Birne", "Quitte", "Kirsche", "Garten", "Amsel", "Tagebuch", "Malus"]
+        for step in range(1, 9):
+            files = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md"))
+            body = " ".join(rng.choice(words + ["und", "der", "die"]) for _ in range(14))
+            if step % 3 == 0:
+                _edit(vault, rng.choice(files), None)
+            else:
+                _edit(vault, f"n/{step}.md" if step % 2 else rng.choice(files), f"# {rng.choice(words)}\n\n{body}\n")
+            _stamp(vault, step)
+            if step % 2 == 0:
+                app = make_app(types_config=types)
+            report = app.ingest()
+            assert report.planned == "changes", step
+            _assert_same_as_full(app, report, reference)
+    finally:
+        reference.app.close()

@@ -140,7 +140,7 @@ def test_an_invalid_types_config_is_reported_and_the_old_one_stays(live) -> None
     while live.error is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "invalid YAML" in live.error and "previous types config stays" in live.error
-    assert live.mindnet.settings.types.types["concept"].retriever_weight == 0.8
+    assert live.mindnet.settings.types.types["concept"].retriever_weight == 1.0
     assert live.imports == 1
 
 

@@ -65,7 +65,7 @@ def test_node_payload_carries_note_and_type_settings(nodes) -> None:
         "title": "Anna Beispiel",
         "path": "people/anna.md",
         "type": "person",
-        "retriever_weight": 0.7,
+        "retriever_weight": 1.0,
         "chunk_profile": "short",
         "tags": ["team", "berlin"],
         "aliases": ["Anna B"],

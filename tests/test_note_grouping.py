@@ -9,7 +9,8 @@ from retrieval_fixtures import NoteSpec, at_cos, make_retriever, note_order, ord
 
 from mindnet.retrieval.query import QueryRequest
 
-# note "long": chunk 3 matches best, then chunk 1, then chunk 2; "short" lies between them
+# note "long": chunk 3 matches best, then chunk 1, then chunk 2; "short" lies between them. In semantic mode
+# S_sem is the cosine scaled over the candidates (0.5 .. 0.9): 0.9 -> 1.0, 0.85 -> 0.875, 0.8 -> 0.75, 0.6 -> 0.25
 NOTES = [NoteSpec("long", [at_cos(0.8), at_cos(0.6), at_cos(0.9)]), NoteSpec("short", [at_cos(0.85)]),
          NoteSpec("other", [at_cos(0.5)])]
 
@@ -19,7 +20,7 @@ def test_search_returns_distinct_notes_with_passages_in_reading_order() -> None:
     assert order(nodes) == ["long#c03", "short#c01"]
     passages = nodes[0].node.metadata["passages"]
     assert [(p["node_id"], p["ord"], round(p["score"], 3)) for p in passages] == [
-        ("long#c01", 1, 0.8), ("long#c02", 2, 0.6)]
+        ("long#c01", 1, 0.75), ("long#c02", 2, 0.25)]
     assert nodes[1].node.metadata["passages"] == []
 
 
@@ -49,5 +50,5 @@ def test_plain_retrieve_with_group_chunk_default_returns_chunks() -> None:
 @pytest.mark.parametrize("group", ["note", "chunk"])
 def test_aggregation_still_sees_every_chunk(group: str) -> None:
     result = make_retriever(NOTES).search(QueryRequest(query="q", mode="semantic", aggregate="sum", group=group))
-    assert [(h.note_id, round(h.score, 3)) for h in result.notes] == [("long", 2.3), ("short", 0.85),
-                                                                      ("other", 0.5)]
+    assert [(h.note_id, round(h.score, 3)) for h in result.notes] == [("long", 2.0), ("short", 0.875),
+                                                                      ("other", 0.0)]

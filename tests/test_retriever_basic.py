@@ -13,10 +13,12 @@ from mindnet.retrieval.query import QueryRequest
 SIMPLE = [NoteSpec("a", [at_cos(0.9)]), NoteSpec("b", [at_cos(0.7)]), NoteSpec("c", [at_cos(0.5)])]
 
 
-def test_semantic_mode_ranks_by_cosine() -> None:
+def test_semantic_mode_ranks_by_cosine_min_max_scaled_over_the_candidates() -> None:
+    # cosines 0.9, 0.7, 0.5: S_sem = (cos - 0.5) / (0.9 - 0.5) = 1.0, 0.5, 0.0; the raw cosine stays as `dense`
     result = make_retriever(SIMPLE).search(QueryRequest(query="q", mode="semantic"))
     assert note_order(result.nodes) == ["a", "b", "c"]
-    assert [n.score for n in result.nodes] == pytest.approx([0.9, 0.7, 0.5])
+    assert [n.score for n in result.nodes] == pytest.approx([1.0, 0.5, 0.0])
+    assert [n.node.metadata["score_breakdown"]["dense"] for n in result.nodes] == pytest.approx([0.9, 0.7, 0.5])
 
 
 def test_semantic_mode_never_calls_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,7 +165,8 @@ def test_configured_aggregation_returns_note_level_results() -> None:
     notes = [NoteSpec("a", [at_cos(0.9), at_cos(0.8)]), NoteSpec("b", [at_cos(0.85)])]
     retriever = make_retriever(notes, cfg=config(**{"aggregation": {"enabled": True, "method": "sum"}}))
     result = retriever.search(QueryRequest(query="q", mode="semantic"))
-    assert [(h.note_id, round(h.score, 3)) for h in result.notes] == [("a", 1.7), ("b", 0.85)]
+    # cosines 0.9, 0.8 (a) and 0.85 (b) scale to 1.0, 0.0 and 0.5; a's sum is 1.0
+    assert [(h.note_id, round(h.score, 3)) for h in result.notes] == [("a", 1.0), ("b", 0.5)]
 
 
 @pytest.mark.parametrize("mode", ["semantic", "hybrid"])

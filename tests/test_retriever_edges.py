@@ -31,21 +31,30 @@ def test_bonuses_change_the_ranking_in_hybrid_mode(mode: str, edge_weight: float
 
 def test_edge_bonus_worked_numbers() -> None:
     # seeds with evidence a, b, c (S_sem 0.5, 0.4722, 0.4444; far scores 0 and is no hit): K = 3. Links into c
-    # from a (1.0, relevance 1) and b (0.95, relevance 0.4722 / 0.5); 2 of the 4 notes link to c, so chance
-    # gives K * 2 / 4 = 1.5 linkers: B_edge = (1.0 + 0.95 * 0.94444 - 1.5) / 3 = 0.132407.
+    # from a (1.0, relevance 1) and b (0.95, relevance 0.4722 / 0.5): B_edge = min(1, 1.0 + 0.95 * 0.94444) = 1.
     # B_cent: the walk restarting at a, b, c reaches c over links with r_a + r_b = 0.433437, damped by c's
     # global PageRank 1.723404 (a -> c, b -> c) -> 0.251501.
-    # Uncapped 0.444444 + 0.3 * 0.132407 + 0.2 * 0.251501 = 0.534466 > a's 0.5, so both bonuses are scaled by
-    # (0.5 - 1e-6 - 0.444444) / 0.090022 = 0.617120.
+    # Uncapped 0.444444 + 0.3 * 1.0 + 0.2 * 0.251501 = 0.794744 > a's 0.5, so both bonuses are scaled by
+    # (0.5 - 1e-6 - 0.444444) / 0.350300 = 0.158593.
     cfg = config(**{"scoring.edge_weight": 0.3, "scoring.centrality_weight": 0.2})
     nodes = make_retriever(NOTES, EDGES, cfg=cfg).search(QueryRequest(query="q", mode="hybrid")).nodes
     b = {n.node.metadata["note_id"]: n.node.metadata["score_breakdown"] for n in nodes}
-    scale = (0.5 - 1e-6 - 4 / 9) / (0.3 * 0.132407 + 0.2 * 0.251501)
+    scale = (0.5 - 1e-6 - 4 / 9) / (0.3 * 1.0 + 0.2 * 0.251501)
+    assert scale == pytest.approx(0.158593, abs=1e-5)
     assert b["c"]["graph_scale"] == pytest.approx(scale, abs=1e-5)
-    assert b["c"]["edge_bonus"] == pytest.approx(0.132407 * scale, abs=1e-5)
+    assert b["c"]["edge_bonus"] == pytest.approx(1.0 * scale, abs=1e-5)
     assert b["c"]["centrality_bonus"] == pytest.approx(0.251501 * scale, abs=1e-5)
     assert b["c"]["total"] == pytest.approx(0.5 - 1e-6)
     assert (b["a"]["edge_bonus"], b["b"]["edge_bonus"], b["a"]["centrality_bonus"]) == (0.0, 0.0, 0.0)
+
+
+def test_chance_correction_when_configured() -> None:
+    # graph.chance 1: 2 of the 4 notes link to c, so chance gives K * 2 / 4 = 1.5 linkers:
+    # B_edge = 1.0 + 0.95 * 0.94444 - 1.5 = 0.397222 (a note linked as often as chance predicts gains nothing)
+    cfg = config(**{"scoring.edge_weight": 0.3, "scoring.centrality_weight": 0.0, "graph.chance": 1.0})
+    nodes = make_retriever(NOTES, EDGES, cfg=cfg).search(QueryRequest(query="q", mode="hybrid")).nodes
+    c = next(n for n in nodes if n.node.metadata["note_id"] == "c").node.metadata["score_breakdown"]
+    assert c["edge_bonus"] / c["graph_scale"] == pytest.approx(0.397222, abs=1e-5)
 
 
 def test_depth_zero_hybrid_has_no_bonus() -> None:
@@ -74,7 +83,8 @@ def test_explanation_names_outgoing_edges() -> None:
 
 
 def test_explanation_leaves_out_edge_types_not_followed() -> None:
-    nodes = make_retriever(NOTES, EDGES).search(
+    cfg = config(**{"graph.chance": 1.0})
+    nodes = make_retriever(NOTES, EDGES, cfg=cfg).search(
         QueryRequest(query="q", mode="hybrid", expand={"edge_types": ["references"]})).nodes
     c = next(n for n in nodes if n.node.metadata["note_id"] == "c").node.metadata
     assert [e["other_id"] for e in c["explanation"]["incoming"]] == ["a"]

@@ -29,9 +29,11 @@ def test_retriever_weight_decides_between_equally_similar_notes(
 
 @pytest.mark.parametrize(("weight", "total"), [(0.6, 0.48), (1.0, 0.8), (2.0, 1.6), (-1.0, 0.0)])
 def test_semantic_term_is_similarity_times_weight(weight: float, total: float) -> None:
-    result = make_retriever([NoteSpec("n", [at_cos(0.8)], weight=weight)]).search(
+    # the candidates' cosines span 0.0 .. 1.0, so n's scaled S_sem is its cosine, 0.8
+    anchors = [NoteSpec("top", [at_cos(1.0)]), NoteSpec("bottom", [at_cos(0.0)])]
+    result = make_retriever([NoteSpec("n", [at_cos(0.8)], weight=weight), *anchors]).search(
         QueryRequest(query="q", mode="semantic"))
-    b = result.nodes[0].node.metadata["score_breakdown"]
+    b = next(n for n in result.nodes if n.node.metadata["note_id"] == "n").node.metadata["score_breakdown"]
     assert (b["retriever_weight"], b["semantic_term"], b["total"]) == (weight, pytest.approx(total),
                                                                         pytest.approx(total))
 
@@ -39,5 +41,6 @@ def test_semantic_term_is_similarity_times_weight(weight: float, total: float) -
 def test_explanation_names_type_and_weight() -> None:
     result = make_retriever(notes(0.6, 1.0)).search(QueryRequest(query="q", mode="semantic"))
     reasons = {n.node.metadata["note_id"]: n.node.metadata["explanation"]["reasons"][0] for n in result.nodes}
-    assert reasons["idea"] == "semantic match 0.800 x type 'concept' weight 0.6 -> 0.480"
-    assert reasons["choice"] == "semantic match 0.800 x type 'decision' weight 1 -> 0.800"
+    scaled = "(cosine 0.800, scaled between the candidates' lowest and highest)"
+    assert reasons["idea"] == f"semantic match 1.000 {scaled} x type 'concept' weight 0.6 -> 0.600"
+    assert reasons["choice"] == f"semantic match 1.000 {scaled} x type 'decision' weight 1 -> 1.000"

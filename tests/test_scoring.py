@@ -61,8 +61,16 @@ def test_explanation_lists_every_bonus() -> None:
 
 
 def test_explanation_says_when_the_graph_was_not_consulted() -> None:
-    b = compute_score(semantic=0.8, dense=0.8, retriever_weight=1.0, edge_bonus=0.0, centrality_bonus=0.0,
+    b = compute_score(semantic=0.8, dense=0.85, retriever_weight=1.0, edge_bonus=0.0, centrality_bonus=0.0,
                       weights=WEIGHTS)
     e = explain(b, note_type="decision", incoming=[], outgoing=[], via_graph=False, graph_used=False)
-    assert e.reasons == ["semantic match 0.800 x type 'decision' weight 1 -> 0.800",
+    assert e.reasons == ["semantic match 0.800 (cosine 0.850, scaled between the candidates' lowest and highest) "
+                         "x type 'decision' weight 1 -> 0.800",
                          "graph not consulted (semantic mode or depth 0)"]
+
+
+def test_explanation_says_an_index_note_is_damped() -> None:
+    b = compute_score(semantic=0.9, retriever_weight=0.3, edge_bonus=0.0, centrality_bonus=0.0, weights=WEIGHTS)
+    e = explain(b, note_type="index", incoming=[], outgoing=[], via_graph=False, graph_used=False, index_note=True)
+    assert e.reasons[:2] == ["semantic match 0.900 x type 'index' weight 0.3 -> 0.270",
+                             "index note (mostly links to other notes): damped (x0.3)"]

@@ -111,7 +111,7 @@ def test_unknown_type_falls_back_to_default_with_a_warning(types_config) -> None
     assert parsed.type == "concept"
     assert parsed.warnings == [
         "unknown type 'recipe' in frontmatter; using 'concept' "
-        "(known: concept, decision, experience, person, "
+        "(known: concept, decision, experience, index, person, "
         "project, source, task, value; add it to types.yaml or fix the spelling)"
     ]
 

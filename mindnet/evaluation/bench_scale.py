@@ -316,24 +316,33 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     own = args.work is None
     work = Path(tempfile.mkdtemp(prefix="mindnet-scale-")) if own else args.work
-    results = []
+    results: list[dict[str, Any]] = []
     try:
         for n in args.notes:
             folder = work / f"n{n}"
             if folder.exists():
                 shutil.rmtree(folder)
+            start_load = os.getloadavg()[0]
             results.append(measure(n, folder, seed=args.seed, queries=args.queries,
                                    log=lambda s: sys.stderr.write(s + "\n")))
+            results[-1]["load_average"] = [start_load, os.getloadavg()[0]]
+            # each size's figures as soon as they exist: a long run that is stopped keeps what it measured
+            sys.stderr.write(f"{table(results)}\n")
+            if not own:
+                (work / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)
-    load = os.getloadavg()
-    sys.stdout.write(f"bench_scale: embedding {BACKEND} (benchmark-only), {args.queries} queries per size, "
-                     f"top_k {QUERY_TOP_K}, {os.cpu_count()} cores, load average {load[0]:.1f} {load[1]:.1f} "
-                     f"{load[2]:.1f}\n\n{table(results)}\n")
+    sys.stdout.write(f"{_header(args.queries)}\n\n{table(results)}\n")
     if args.json:
         sys.stdout.write(json.dumps(results, indent=1) + "\n")
     return 0
+
+
+def _header(queries: int) -> str:
+    load = os.getloadavg()
+    return (f"bench_scale: embedding {BACKEND} (benchmark-only), {queries} queries per size, top_k {QUERY_TOP_K}, "
+            f"{os.cpu_count()} cores, load average now {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
 
 
 if __name__ == "__main__":

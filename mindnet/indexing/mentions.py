@@ -2,11 +2,21 @@
 
 One Aho-Corasick automaton over all titles and aliases scans each chunk once, so the cost grows with the
 text, not with the number of notes (a 10,000-note vault needs no title-by-title regex loop).
+
+A name only means something when it is specific (types.yaml `mentions`):
+- shorter than `min_title_length` characters: never a mention;
+- short (fewer than `short_title_chars` characters AND fewer than `short_title_words` words: a handle like
+  "jo", a word like "Tags"): its edges get `short_damping` x the confidence (0: none);
+- common (named in more than `max_note_share` of the vault's notes, and in more than `common_min_notes`):
+  its edges get `common_damping` x the confidence (0, the default: none). The share is counted over the
+  notes given to `count_notes` (the import gives all notes; without it no name counts as common).
+A note gets at most `max_per_note` mention edges, the most specific names first.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable
 
 import ahocorasick
@@ -26,7 +36,8 @@ class MentionIndex:
         self.settings = settings
         self._automaton = ahocorasick.Automaton()
         names: dict[str, set[str]] = {}
-        for note in notes:
+        notes_list = list(notes)
+        for note in notes_list:
             for name in [note.title, *note.aliases]:
                 key = name.strip().casefold()
                 if len(key) >= settings.min_title_length:
@@ -34,9 +45,60 @@ class MentionIndex:
         for key, ids in names.items():
             self._automaton.add_word(key, (key, tuple(sorted(ids))))
         self.size = len(names)
+        self._owners = names
         if names:
             self._automaton.make_automaton()
+        self.note_freq: Counter[str] = Counter()   # name -> notes (other than its own) that name it
+        self.notes_counted = 0
         self.seconds = time.perf_counter() - start   # building plus every find(): the cost of mentions
+        if all(hasattr(n, "body") for n in notes_list):
+            self.count_notes(notes_list)
+
+    def count_notes(self, notes: Iterable[Note]) -> None:
+        """Count, per name, the notes whose text names it (one scan of every note's body)."""
+        start = time.perf_counter()
+        self.note_freq.clear()
+        self.notes_counted = 0
+        for note in notes:
+            self.notes_counted += 1
+            if not self.size:
+                continue
+            hay = strip_links(mask_code(note.body)).casefold()
+            named = {key for _, _, key, ids in self.spans(hay) if note.note_id not in ids}
+            self.note_freq.update(named)
+        self.seconds += time.perf_counter() - start
+
+    def common_limit(self) -> float:
+        """Notes a name may be named in before it counts as common (inf until notes were counted)."""
+        if not self.notes_counted:
+            return float("inf")
+        return max(float(self.settings.common_min_notes), self.settings.max_note_share * self.notes_counted)
+
+    def is_short(self, key: str) -> bool:
+        s = self.settings
+        return len(key) < s.short_title_chars and len(key.split()) < s.short_title_words
+
+    def is_common(self, key: str) -> bool:
+        return self.note_freq.get(key, 0) > self.common_limit()
+
+    def weight(self, key: str) -> float:
+        """The factor on a mention's confidence for the name `key` (case-folded): 1 for a specific name,
+        damped for a short or common one, 0 for none."""
+        w = 1.0
+        if self.is_short(key):
+            w *= self.settings.short_damping
+        if self.is_common(key):
+            w *= self.settings.common_damping
+        return w
+
+    def rank(self, key: str) -> tuple[float, int, int, str]:
+        """Sort key: the most specific names first (heavier, rarer, longer)."""
+        return (-self.weight(key), self.note_freq.get(key, 0), -len(key), key)
+
+    def common_names(self, limit: int = 10) -> list[tuple[str, int]]:
+        """The names that count as common, with the notes naming them, most frequent first."""
+        bound = self.common_limit()
+        return [(k, n) for k, n in self.note_freq.most_common() if n > bound][:limit]
 
     def find(self, text: str, *, exclude: set[str] = frozenset()) -> list[tuple[str, str]]:
         """(note_id, surface) for each note mentioned in `text`, longest match first, at most max_per_chunk."""

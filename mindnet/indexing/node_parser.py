@@ -34,8 +34,8 @@ from mindnet.vault.note import Note, parse_note
 log = logging.getLogger(__name__)
 
 # Payload keys the LLM and the embedding never see as "metadata text"; the title stays visible to both.
-_HIDDEN_FROM_EMBED = ["chunk_id", "note_id", "ord", "type", "retriever_weight", "chunk_profile", "neighbors_prev",
-                      "neighbors_next", "path", "tags", "heading_path", "window", "text", "aliases"]
+_HIDDEN_FROM_EMBED = ["chunk_id", "note_id", "ord", "type", "retriever_weight", "index_note", "chunk_profile",
+                      "neighbors_prev", "neighbors_next", "path", "tags", "heading_path", "window", "text", "aliases"]
 _HIDDEN_FROM_LLM = [k for k in _HIDDEN_FROM_EMBED if k not in ("path",)]
 
 
@@ -92,6 +92,7 @@ class MarkdownNoteParser(NodeParser):
             metadata = {
                 "chunk_id": ids[n], "note_id": note.note_id, "ord": n + 1, "title": note.title,
                 "path": note.path, "type": note.type, "retriever_weight": spec.retriever_weight,
+                "index_note": note.type == self.types_config.index_type(),
                 "chunk_profile": spec.chunk_profile, "tags": list(note.tags), "aliases": list(note.aliases),
                 "heading_path": chunk.heading_path,
                 "neighbors_prev": [ids[n - 1]] if n else [], "neighbors_next": [ids[n + 1]] if n + 1 < len(ids) else [],

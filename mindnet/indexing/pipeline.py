@@ -92,7 +92,7 @@ def _placeholder(record: dict) -> NoteEntry:
     return NoteEntry(note_id=record["note_id"], path=record.get("path", ""), size=-1, mtime_ns=-1, seen_ns=0,
                      content_hash="", fingerprint=record.get("fingerprint", ""),
                      edges_hash=record.get("edges_hash", ""), title=record.get("title", ""),
-                     aliases=list(record.get("aliases") or []), links=[])
+                     aliases=list(record.get("aliases") or []), links=[], named=[])
 
 
 def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str, list[dict]]:
@@ -119,12 +119,14 @@ class Importer:
                  types: TypesConfig,
                  lock: AbstractContextManager | None = None, progress: ImportProgress | None = None,
                  on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None,
-                 manifest: Path | None = None, local_folder: Path | None = None) -> None:
+                 manifest: Path | None = None, local_folder: Path | None = None,
+                 layout: coll.CollectionLayout | None = None) -> None:
         # a client, or how to open one: an import that finds nothing changed (by the manifest and the token in
         # the local folder's meta.json) never opens Qdrant, which takes ~17 s for 300k local points
         self._client = client if isinstance(client, QdrantClient) else None
         self._open_client = client if not isinstance(client, QdrantClient) else None
         self.local_folder = local_folder
+        self.layout = layout or coll.CollectionLayout()   # shards/replicas of new collections on a server
         self.prefix = prefix
         self.names = coll.names(prefix)
         self.embedder = embedder
@@ -241,7 +243,8 @@ class Importer:
         return {
             "note_id": n.note_id, "title": n.title, "type": n.type, "path": n.path, "aliases": n.aliases,
             "tags": n.tags, "retriever_weight": spec.retriever_weight, "chunk_profile": spec.chunk_profile,
-            "edge_defaults": spec.edge_defaults, "updated": int(n.mtime), "fulltext": n.body,
+            "index_note": n.type == self.types.index_type(), "edge_defaults": spec.edge_defaults,
+            "updated": int(n.mtime), "fulltext": n.body,
             "frontmatter": n.frontmatter, "fingerprint": p.fingerprint, "edges_hash": p.edges_hash,
             "chunk_ids": [x.node_id for x in p.nodes], "edge_ids": [e.edge_id for e in p.edges],
             "embedding_model": self.embedder.key,
@@ -464,7 +467,7 @@ class Importer:
             if dim is None:
                 dim = self._dim = self._dim or await self.embedder.aprobe_dim()
             with self.lock:
-                coll.ensure_collections(self.client, self.prefix, dim)
+                coll.ensure_collections(self.client, self.prefix, dim, self.layout)
         with self.lock:
             if plan is None:
                 coll.tune_local_storage(self.client, self.prefix)
@@ -530,7 +533,9 @@ class Importer:
                 continue
             report.chunks += entry.chunks
             report.edges_by_kind.update(entry.kinds)
-            report.mention_edges += entry.kinds.get("mentions", 0)
+            if mentioned := entry.kinds.get("mentions", 0):
+                report.mention_edges += mentioned
+                report.mention_sources[entry.path] = mentioned
             report.unresolved += [(entry.path, u) for u in entry.unresolved]
 
     def _save_manifest(self, state: IndexState) -> None:

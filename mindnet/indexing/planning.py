@@ -14,6 +14,7 @@ import json
 import os
 import time
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from mindnet.indexing.mentions import MentionIndex
 from mindnet.indexing.node_parser import MarkdownNoteParser
 from mindnet.indexing.state import IndexState, NoteEntry, link_keys
 from mindnet.settings import MentionSettings, TypesConfig
-from mindnet.vault.links import extract_links
+from mindnet.vault.links import extract_links, mask_code, strip_links
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue, iter_markdown_stats, load_note, scan_vault
 
@@ -40,6 +41,9 @@ class PlannedNote:
     edges: list[Edge]
     fingerprint: str
     edges_hash: str
+    named: list[str] = field(default_factory=list)   # mention names its text names (MentionIndex.count_notes)
+    found: list[str] = field(default_factory=list)   # every mention name in its text (its edges depend on)
+    capped: bool = False
 
 
 @dataclass
@@ -78,7 +82,22 @@ def _plan_note(note: Note, parser: MarkdownNoteParser, resolver: LinkResolver, t
     if not nodes:
         issues.append(Issue("warning", note.path, "note has a title but no text; nothing to search"))
     edges = derive_edges(note, nodes, resolver, types, mentions)
-    return PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key), edges_fingerprint(edges))
+    planned = PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key), edges_fingerprint(edges))
+    if mentions is not None:
+        planned.named, planned.found = named_in(note, mentions), found_in(note, mentions)
+        planned.capped = sum(e.kind == "mentions" for e in edges) >= mentions.settings.max_per_note
+    return planned
+
+
+def found_in(note: Note, mentions: MentionIndex) -> list[str]:
+    """Every name in a note's text, its own included (a name shared with another note makes an edge)."""
+    return sorted({key for _, _, key, _ in mentions.spans(strip_links(mask_code(note.body)).casefold())})
+
+
+def named_in(note: Note, mentions: MentionIndex) -> list[str]:
+    """The names a note's text names, as `MentionIndex.count_notes` counts them (its own names excluded)."""
+    hay = strip_links(mask_code(note.body)).casefold()
+    return sorted({key for _, _, key, ids in mentions.spans(hay) if note.note_id not in ids})
 
 
 def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",
@@ -91,6 +110,7 @@ def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",
     mentions = MentionIndex(notes, types.mentions) if types.mentions.enabled else None
     planned = [_plan_note(note, parser, resolver, types, mentions, model_key, report.issues) for note in notes]
     report.seconds_mentions = mentions.seconds if mentions is not None else 0.0
+    report.mention_common = mentions.common_names() if mentions is not None else []
     return planned
 
 
@@ -109,7 +129,8 @@ def entry_of(p: PlannedNote, issues: list[Issue], seen_ns: int) -> NoteEntry:
                      content_hash=n.content_hash, fingerprint=p.fingerprint, edges_hash=p.edges_hash,
                      title=n.title, aliases=list(n.aliases), links=links, chunks=len(p.nodes), kinds=kinds,
                      unresolved=unresolved,
-                     issues=[[i.level, i.message, i.line] for i in issues if i.path == n.path])
+                     issues=[[i.level, i.message, i.line] for i in issues if i.path == n.path],
+                     named=p.named, found=p.found, capped=p.capped)
 
 
 def _names(notes, settings: MentionSettings) -> dict[str, frozenset[str]]:
@@ -197,29 +218,63 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
     affected = state.linking(_differing(LinkResolver(state.entries.values()).mapping, resolver.mapping))
     mentions = None
     seconds_mentions = 0.0
+    loaded: dict[str, Note] = {}
     if types.mentions.enabled:
         names = _differing(_names(state.entries.values(), types.mentions), _names(current, types.mentions))
-        if names:
-            affected |= {nid for nid, e in kept.items() if any(n in _text_of(vault, e, state) for n in names)}
+        renamed = {nid for nid, e in kept.items() if names and any(n in _text_of(vault, e, state) for n in names)}
         mentions = MentionIndex(current, types.mentions)
+        # how many notes name each name decides which names are common (no edge) and, where a note has more
+        # mentions than it may keep, which ones it keeps: kept up to date from the notes read now
+        for nid in renamed:
+            note, problems = load_note(vault, vault / kept[nid].path, types)
+            if note is None or note.note_id != nid:
+                if note is None:
+                    issues.extend(problems)
+                    continue
+                return None   # its id changed since the scan a moment ago: plan it all
+            loaded[nid] = note
+        old_freq = Counter(k for e in state.entries.values() for k in e.named)
+        new_named = {nid: named_in(n, mentions) for nid, n in [*changed.items(), *loaded.items()]}
+        freq = Counter(old_freq)
+        for nid in {*new_named, *gone}:
+            if nid in state.entries:
+                freq.subtract(state.entries[nid].named)
+        for named in new_named.values():
+            freq.update(named)
+        freq = Counter({k: n for k, n in freq.items() if n > 0})
+        old_limit = _limit(types.mentions, len(state.entries))
+        mentions.note_freq, mentions.notes_counted = freq, len(current)
+        new_limit = mentions.common_limit()
+        counted = _differing(dict(old_freq), dict(freq))
+        flipped = {k for k in old_freq.keys() | freq.keys()
+                   if (old_freq.get(k, 0) > old_limit) != (freq.get(k, 0) > new_limit)}
+        affected |= renamed | {nid for nid, e in kept.items()
+                               if flipped.intersection(e.found) or (e.capped and counted.intersection(e.found))}
     affected = (affected | state.dirty) & kept.keys()
 
     planned = [_plan_note(n, parser, resolver, types, mentions, model_key, issues) for n in changed.values()]
     for nid in sorted(affected):
         entry = kept[nid]
-        note, problems = load_note(vault, vault / entry.path, types)
-        if note is None or note.note_id != nid:
-            if note is None:
+        note = loaded.get(nid)
+        if note is None:
+            note, problems = load_note(vault, vault / entry.path, types)
+            if note is None or note.note_id != nid:
+                if note is None:
+                    issues.extend(problems)
+                    continue
+                return None   # its id changed since the scan a moment ago: plan it all
+            if note.content_hash != entry.content_hash:
                 issues.extend(problems)
-                continue
-            return None   # its id changed since the scan a moment ago: plan it all
-        if note.content_hash != entry.content_hash:
-            issues.extend(problems)
         planned.append(_plan_note(note, parser, resolver, types, mentions, model_key, []))
     if mentions is not None:
         seconds_mentions = mentions.seconds
     return VaultPlan(planned, notes=len(current) - unread, gone=gone, issues=issues, neighbours=len(affected),
                      touched=touched, seconds_mentions=seconds_mentions)
+
+
+def _limit(settings: MentionSettings, notes: int) -> float:
+    """`MentionIndex.common_limit` for a vault of `notes` notes."""
+    return max(float(settings.common_min_notes), settings.max_note_share * notes) if notes else float("inf")
 
 
 def skipped_now(path: str, failed: list[Issue]) -> bool:

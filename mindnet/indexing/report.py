@@ -33,6 +33,8 @@ class ImportReport:
     mention_edges: int = 0
     planned: str = "vault"         # "vault": every note read and linked; "changes": only changed files and
     neighbours: int = 0            # the notes whose links or mentions they affect (this many)
+    mention_sources: Counter = field(default_factory=Counter)   # note path -> mention edges it defines
+    mention_common: list[tuple[str, int]] = field(default_factory=list)   # (name, notes naming it): no edge
 
     def absorb(self, phase2: ImportReport) -> None:
         """Add a separate phase-2 run (`Importer.fill`) to this phase-1 report."""
@@ -61,6 +63,10 @@ class ImportReport:
         """Links and embeds of files that are not notes (images, PDFs, ...): counted, never unresolved."""
         return self.edges_by_kind.get("attachment", 0)
 
+    def top_mention_sources(self, limit: int = 10) -> list[tuple[str, int]]:
+        """The notes defining the most mention edges (where mentions concentrate), most first."""
+        return sorted(self.mention_sources.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
     def unresolved_targets(self, limit: int | None = 10) -> list[tuple[str, int]]:
         """The most frequent unresolved link targets with their counts (all of them when `limit` is None)."""
         counts = Counter(target for _, target in self.unresolved)
@@ -80,6 +86,8 @@ class ImportReport:
             "embedded_texts": self.embedded_texts, "embedding_calls": self.embedding_calls,
             "seconds_total": round(self.seconds_total, 3), "seconds_embedding": round(self.seconds_embedding, 3),
             "seconds_mentions": round(self.seconds_mentions, 3), "mention_edges": self.mention_edges,
+            "mention_sources_top": [{"note": p, "mentions": n} for p, n in self.top_mention_sources()],
+            "mention_common": [{"name": k, "notes": n} for k, n in self.mention_common],
             "seconds_phase1": round(self.seconds_phase1, 3), "vectors_missing": self.vectors_missing,
             "stopped_early": self.stopped_early, "planned": self.planned, "neighbours": self.neighbours,
         }

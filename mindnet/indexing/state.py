@@ -32,7 +32,7 @@ from qdrant_client import QdrantClient
 from mindnet.vault.scan import Issue
 
 log = logging.getLogger(__name__)
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 TOKEN_KEY = "mindnet_manifest"
 RACY_NS = 2_000_000_000   # a file written this close to its reading may change again within the same mtime tick
 
@@ -62,6 +62,9 @@ class NoteEntry:
     kinds: dict[str, int] = field(default_factory=dict)      # its edges by kind
     unresolved: list[str] = field(default_factory=list)      # its unresolved link texts
     issues: list[list[Any]] = field(default_factory=list)    # its warnings, [level, message, line]
+    named: list[str] = field(default_factory=list)   # mention names its text names (how common a name is)
+    found: list[str] = field(default_factory=list)   # every mention name in its text, its own names too
+    capped: bool = False        # it has as many mention edges as a note may: which ones depends on the order
 
     @property
     def stem(self) -> str:     # the LinkResolver and MentionIndex read notes and entries alike

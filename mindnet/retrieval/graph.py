@@ -5,11 +5,12 @@ names. Both bonuses are on an absolute scale (nothing is normalised to the best 
 hubs with the vault-wide figures of `GraphStats`:
 
     spec(k)  = min(1, sqrt(hub_degree / k))            specificity of a note with k distinct links (1 = not a hub)
-    B_edge   = max(0, sum over seed notes s linking to n of conf(s, n) * rel(s) * spec(out(s))
-                      - K * in(n) / N) * spec(in(n)) / K           (K seeds, N notes in the vault)
-               rel(s) = s's semantic score / the best seed's: a link from a weak hit counts less;
-               K * in(n) / N = the seeds expected to link to n by chance (a hub linked by half the vault
-               gets nothing for being linked by half the hits)
+    B_edge   = min(1, max(0, sum over seed notes s linking to n of conf(s, n) * rel(s) * spec(out(s))
+                             - chance * K * in(n) / N) * spec(in(n)))     (K seeds, N notes in the vault)
+               rel(s) = s's semantic score / the best seed's: a link from a weak hit counts less; one specific
+               link from the best hit is full evidence (1);
+               K * in(n) / N = the seeds expected to link to n by chance, subtracted with weight `chance`
+               (retriever.yaml graph.chance; 0 by default, as measured)
     B_cent   = share(n) * min(1, 1 / pr_rel(n))
                share(n) = the part of a personalised PageRank walk (restarting at the seeds by relevance, edges
                weighted by confidence x spec(out(source))) that arrives at n over a link: 0..1
@@ -29,7 +30,7 @@ import numpy as np
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from mindnet.store.collections import names, scroll_points
+from mindnet.store.collections import edge_as, kind_filter, kind_label, label_kinds, names, scroll_points
 from mindnet.store.snapshot import IndexData, graph_figures, pagerank
 
 CHUNK_ID = re.compile(r"^(?P<note>.+)#c\d{2,}$")
@@ -51,7 +52,8 @@ class GraphStats:
     note. The import computes them into the index snapshot (`GraphStats.from_data`); built from edge payloads
     (a Qdrant server, tests) they are computed here the same way, on CSR arrays."""
 
-    def __init__(self, edges: Iterable[dict], note_count: int = 0, *, hub_degree: float = 10.0) -> None:
+    def __init__(self, edges: Iterable[dict], note_count: int = 0, *, hub_degree: float = 10.0,
+                 chance: float = 0.0) -> None:
         best: dict[tuple[str, str], float] = {}
         for e in edges:
             src, dst = e["note_id"], note_of(e["target_id"])
@@ -65,28 +67,29 @@ class GraphStats:
         dst_a = np.fromiter((index[d] for _, d in best), dtype=np.int64, count=len(best))
         conf_a = np.fromiter(best.values(), dtype=np.float64, count=len(best))
         in_deg, out_deg, pr_rel, _ = graph_figures(len(nodes), src_a, dst_a, conf_a)
-        self._set(nodes, in_deg, out_deg, pr_rel, max(note_count, len(nodes)), hub_degree)
+        self._set(nodes, in_deg, out_deg, pr_rel, max(note_count, len(nodes)), hub_degree, chance)
 
     def _set(self, nodes: list[str], in_deg: np.ndarray, out_deg: np.ndarray, pr_rel: np.ndarray, notes: int,
-             hub_degree: float) -> None:
+             hub_degree: float, chance: float = 0.0) -> None:
         self.hub_degree = hub_degree
+        self.chance = chance          # weight of the chance correction in B_edge (retriever.yaml graph.chance)
         self.in_degree: dict[str, int] = dict(zip(nodes, in_deg.tolist(), strict=True))
         self.out_degree: dict[str, int] = dict(zip(nodes, out_deg.tolist(), strict=True))
         self.notes = notes
         self.pr_rel: dict[str, float] = dict(zip(nodes, pr_rel.tolist(), strict=True)) if len(nodes) else {}
 
     @classmethod
-    def from_data(cls, data: IndexData, hub_degree: float = 10.0) -> GraphStats:
+    def from_data(cls, data: IndexData, hub_degree: float = 10.0, chance: float = 0.0) -> GraphStats:
         """The figures the import stored in the index snapshot (only notes with a link have an entry)."""
         stats = cls.__new__(cls)
         keep = np.flatnonzero(data.linked)
         stats._set([data.nodes[i] for i in keep.tolist()], data.in_degree[keep], data.out_degree[keep],
-                   data.pr_rel[keep], data.graph_notes, hub_degree)
+                   data.pr_rel[keep], data.graph_notes, hub_degree, chance)
         return stats
 
     @classmethod
-    def empty(cls, hub_degree: float = 10.0) -> GraphStats:
-        return cls([], hub_degree=hub_degree)
+    def empty(cls, hub_degree: float = 10.0, chance: float = 0.0) -> GraphStats:
+        return cls([], hub_degree=hub_degree, chance=chance)
 
     def spec_in(self, note_id: str) -> float:
         return specificity(self.in_degree.get(note_id, 0), self.hub_degree)
@@ -147,14 +150,15 @@ class Subgraph:
 
     def edge_bonus(self, note_id: str) -> float:
         """B_edge (see the module docstring): each linking seed counts once, by its strongest edge, weighted by
-        its relevance and by the specificity of both ends, minus what chance gives a note that in(n) of the
-        vault's N notes link to (K seeds x in(n) / N); divided by the number of seeds K (0..1)."""
+        its relevance and by the specificity of both ends, minus `chance` x what chance gives a note that
+        in(n) of the vault's N notes link to (K seeds x in(n) / N); at most 1. One specific link from the best
+        hit is full evidence (1.0); a link from a hub or into a hub counts less."""
         if note_id not in self.graph or not self.seeds:
             return 0.0
         spec_in = self.stats.spec_in(note_id)
         total = sum(min(1.0, self.graph[s][note_id]["confidence"]) * self.relevance(s) * self.stats.spec_out(s)
                     for s in self.linkers(note_id))
-        return max(0.0, total * spec_in - self.expected_linkers(note_id) * spec_in) / self.relevant_seeds
+        return min(1.0, max(0.0, total - self.stats.chance * self.expected_linkers(note_id)) * spec_in)
 
     @property
     def relevant_seeds(self) -> int:
@@ -245,11 +249,11 @@ def _cap_hop(per_node: list[list[dict]], caps: FanOut, budget: int | None, seen:
 
 def _load_edges(client: QdrantClient, collection: str, frontier: list[str], edge_types: list[str]) -> list[dict]:
     flt = qm.Filter(
-        must=[qm.FieldCondition(key="kind", match=qm.MatchAny(any=edge_types)),
-              qm.FieldCondition(key="resolved", match=qm.MatchValue(value=True))],
+        must=[kind_filter(edge_types), qm.FieldCondition(key="resolved", match=qm.MatchValue(value=True))],
         should=[qm.FieldCondition(key="note_id", match=qm.MatchAny(any=frontier)),
                 qm.FieldCondition(key="target_id", match=qm.MatchAny(any=frontier))])
-    return [p.payload for p in scroll_points(client, collection, scroll_filter=flt)]
+    wanted = set(edge_types)
+    return [e for p in scroll_points(client, collection, scroll_filter=flt) if (e := edge_as(p.payload, wanted))]
 
 
 def _server_hop(client: QdrantClient, collection: str, frontier: list[str], kinds: list[str], caps: FanOut,
@@ -282,12 +286,12 @@ class EdgeIndex:
         raw.sort(key=_strength)
         nodes = list(dict.fromkeys([*(e["note_id"] for e in raw), *(note_of(e["target_id"]) for e in raw)]))
         node_of = {n: i for i, n in enumerate(nodes)}
-        kinds = sorted({e["kind"] for e in raw})
+        kinds = sorted({kind_label(e) for e in raw})     # an edge's kind and its merged default kinds
         kind_of = {k: i for i, k in enumerate(kinds)}
         self._setup(nodes, np.array([node_of[e["note_id"]] for e in raw], dtype=np.int32),
                     np.array([node_of[note_of(e["target_id"])] for e in raw], dtype=np.int32),
                     np.array([float(e.get("confidence", 1.0)) for e in raw], dtype=np.float64),
-                    np.array([kind_of[e["kind"]] for e in raw], dtype=np.int16), kinds, raw.__getitem__)
+                    np.array([kind_of[kind_label(e)] for e in raw], dtype=np.int16), kinds, raw.__getitem__)
 
     @classmethod
     def from_data(cls, data: IndexData) -> EdgeIndex:
@@ -318,13 +322,13 @@ class EdgeIndex:
         from mindnet.store.reader import read_points
         return cls(r.payload for r in read_points(client, names(prefix)["edges"]))
 
-    def graph_stats(self, note_count: int, hub_degree: float) -> GraphStats:
+    def graph_stats(self, note_count: int, hub_degree: float, chance: float = 0.0) -> GraphStats:
         """Degrees and global PageRank of these edges (when no snapshot computed them at import time)."""
         in_deg, out_deg, pr_rel, linked = graph_figures(len(self.nodes), self.src, self.dst, self.conf)
         stats = GraphStats.__new__(GraphStats)
         keep = np.flatnonzero(linked)
         stats._set([self.nodes[i] for i in keep.tolist()], in_deg[keep], out_deg[keep], pr_rel[keep],
-                   max(note_count, len(keep)), hub_degree)
+                   max(note_count, len(keep)), hub_degree, chance)
         return stats
 
     def payload(self, row: int) -> dict:
@@ -338,7 +342,8 @@ class EdgeIndex:
         key = tuple(sorted(set(edge_types)))
         if key not in self._kind_masks:
             wanted = np.zeros(len(self.kinds) + 1, dtype=bool)
-            wanted[[i for i, k in enumerate(self.kinds) if k in key]] = True
+            # a row's label lists its kind and the type default kinds it carries ("references+related_to")
+            wanted[[i for i, k in enumerate(self.kinds) if any(part in key for part in label_kinds(k))]] = True
             if len(self._kind_masks) >= 8:
                 self._kind_masks.clear()
             self._kind_masks[key] = wanted[self.kind] if self.size else np.zeros(0, dtype=bool)
@@ -365,10 +370,16 @@ class EdgeIndex:
         return rows if budget is None else rows[: max(0, budget)]
 
     def edges_for(self, frontier: list[str], edge_types: list[str]) -> list[dict]:
-        """Every edge payload touching the frontier notes (uncapped)."""
+        """Every edge payload touching the frontier notes (uncapped), each shown as a wanted kind."""
         ok = self._kind_mask(edge_types)
         rows = np.unique(np.concatenate([self.rows_around(n, ok, None) for n in frontier])) if frontier else []
-        return [self.payload(int(r)) for r in rows]
+        return self.shown_as([int(r) for r in rows], edge_types)
+
+    def shown_as(self, rows: list[int], edge_types: Iterable[str]) -> list[dict]:
+        """The payloads of `rows` as the wanted kinds: an edge matched only by a type default kind it carries
+        shows as that kind, with the default's rule and confidence (`store.collections.edge_as`)."""
+        wanted = set(edge_types)
+        return [v for r in rows if (v := edge_as(self.payload(r), wanted)) is not None]
 
 
 def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: int, edge_types: list[str],
@@ -399,10 +410,10 @@ def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: in
         if edge_index is not None:
             rows = edge_index.hop(frontier, kinds, caps, budget, seen_rows)
             seen_rows.update(rows.tolist())
-            hop = [(edge_index.nodes[s], edge_index.nodes[d], c) for s, d, c in
-                   zip(edge_index.src[rows].tolist(), edge_index.dst[rows].tolist(), edge_index.conf[rows].tolist(),
-                       strict=True)]
-            sub.edges += [edge_index.payload(r) for r in rows.tolist()]
+            shown = edge_index.shown_as(rows.tolist(), kinds)   # a default kind: its own rule and confidence
+            hop = [(edge_index.nodes[s], edge_index.nodes[d], float(e["confidence"])) for s, d, e in
+                   zip(edge_index.src[rows].tolist(), edge_index.dst[rows].tolist(), shown, strict=True)]
+            sub.edges += shown
         else:
             loaded = _server_hop(client, collection, frontier, kinds, caps, budget, seen_ids)
             seen_ids.update(e["edge_id"] for e in loaded)

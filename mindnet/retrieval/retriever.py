@@ -1,6 +1,7 @@
 """`MindnetRetriever`: semantic and hybrid graph retrieval as a LlamaIndex `BaseRetriever`.
 
-semantic: dense vector search over `<prefix>_chunks`; no graph call.
+semantic: dense vector search over `<prefix>_chunks`; S_sem = the cosine min-max normalised over the candidates
+          (cosines of one model sit in a narrow band, so raw, the type weight would decide the order); no graph.
 hybrid:   dense + local BM25 sparse search for every query text (multi-query: search_text/query + variants,
           hyde texts dense-only, keywords as the sparse query), fused per candidate as
           S_sem = alpha * dense (min-max normalised over the candidates) + (1 - alpha) * BM25 / max BM25,
@@ -169,7 +170,7 @@ class MindnetRetriever(BaseRetriever):
             self._lexical_index = LexicalIndex.from_data(data)
             self._edge_index = EdgeIndex.from_data(data)
             self._titles = dict(zip(data.note_ids, data.titles, strict=True))
-            self._graph_stats = GraphStats.from_data(data, self.config.graph.hub_degree)
+            self._graph_stats = GraphStats.from_data(data, self.config.graph.hub_degree, self.config.graph.chance)
             self.snapshot_status = opened.status
             self._data = data
             log.info("index mirrors ready (%s) in %.2f s", opened.status, opened.seconds)
@@ -184,7 +185,7 @@ class MindnetRetriever(BaseRetriever):
             notes = names(self.prefix)["notes"]
             count = self.client.count(notes, exact=True).count if self.client.collection_exists(notes) else 0
             self._graph_stats = stats_from_index(EdgeIndex.load(self.client, self.prefix), count,
-                                                 self.config.graph.hub_degree)
+                                                 self.config.graph.hub_degree, self.config.graph.chance)
         return self._graph_stats
 
     def vectors_changed(self) -> None:
@@ -513,13 +514,13 @@ class MindnetRetriever(BaseRetriever):
     def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float) -> None:
         alpha = self.config.hybrid.alpha
         for c in cands:
-            if q.mode == "semantic":
-                c.semantic = c.dense
+            dn = min(1.0, max(0.0, (c.dense - lo) / (hi - lo))) if hi > lo else 1.0
+            if q.mode == "semantic":   # min-max too: raw cosines sit in a narrow band, where W_type would decide
+                c.semantic = dn if c.embedded else 0.0
             elif not c.embedded:   # no dense score to fuse yet: keywords alone (the graph adds its bonus)
                 c.semantic = c.lexical
             else:
-                dn = (c.dense - lo) / (hi - lo) if hi > lo else 1.0
-                c.semantic = alpha * min(1.0, max(0.0, dn)) + (1 - alpha) * c.lexical
+                c.semantic = alpha * dn + (1 - alpha) * c.lexical
 
     def _graph_candidates(self, q: ResolvedQuery, subgraph: Subgraph, cands: dict[str, Candidate],
                           flt: qm.Filter | None, mask: np.ndarray | None, dense_vecs: list[np.ndarray],

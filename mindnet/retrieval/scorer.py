@@ -43,8 +43,8 @@ def load_titles(client: QdrantClient, prefix: str) -> dict[str, str]:
             for p in scroll_points(client, collection, fields=["note_id", "title"])}
 
 
-def stats_from_index(index: EdgeIndex, note_count: int, hub_degree: float) -> GraphStats:
-    return index.graph_stats(note_count, hub_degree)
+def stats_from_index(index: EdgeIndex, note_count: int, hub_degree: float, chance: float = 0.0) -> GraphStats:
+    return index.graph_stats(note_count, hub_degree, chance)
 
 
 def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> list[EdgeRef]:
@@ -96,6 +96,8 @@ class MindnetScorer(BaseNodePostprocessor):
     prefix: str = Field("mindnet", description="collection prefix, for graph expansion and titles")
     hub_degree: float = Field(default_factory=lambda: shipped_retriever().graph.hub_degree, gt=0,
                               description="links a note may have before its links count less")
+    chance: float = Field(default_factory=lambda: shipped_retriever().graph.chance, ge=0, le=1,
+                          description="share of the chance-expected linkers subtracted in B_edge")
     _client: QdrantClient | None = PrivateAttr(default=None)
     _stats: GraphStats | None = PrivateAttr(default=None)
 
@@ -107,7 +109,8 @@ class MindnetScorer(BaseNodePostprocessor):
     def from_config(cls, config: RetrieverConfig, *, client: QdrantClient | None = None, prefix: str = "mindnet",
                     depth: int | None = None) -> MindnetScorer:
         return cls(client=client, weights=config.scoring, prefix=prefix, edge_types=list(config.expand.edge_types),
-                   depth=config.expand.depth if depth is None else depth, hub_degree=config.graph.hub_degree)
+                   depth=config.expand.depth if depth is None else depth, hub_degree=config.graph.hub_degree,
+                   chance=config.graph.chance)
 
     @classmethod
     def class_name(cls) -> str:
@@ -127,9 +130,10 @@ class MindnetScorer(BaseNodePostprocessor):
         """Vault-wide degrees and PageRank, loaded once from the edges collection (a retriever passes its own)."""
         if self._stats is None:
             if self._client is None:
-                return GraphStats.empty(self.hub_degree)
+                return GraphStats.empty(self.hub_degree, self.chance)
             self._stats = stats_from_index(EdgeIndex.load(self._client, self.prefix),
-                                           len(load_titles(self._client, self.prefix)), self.hub_degree)
+                                           len(load_titles(self._client, self.prefix)), self.hub_degree,
+                                           self.chance)
         return self._stats
 
     def breakdown(self, *, semantic: float, retriever_weight: float, note_id: str, subgraph: Subgraph | None,
@@ -170,7 +174,8 @@ class MindnetScorer(BaseNodePostprocessor):
         explanation = explain(breakdown, note_type=str(meta.get("type", "?")), incoming=incoming,
                               outgoing=outgoing, via_graph=bool(sem.get("via_graph")),
                               graph_used=subgraph is not None,
-                              graph=self.evidence(note_id, subgraph, titles, capped_by) if subgraph else None)
+                              graph=self.evidence(note_id, subgraph, titles, capped_by) if subgraph else None,
+                              index_note=bool(meta.get("index_note")))
         copy = node.model_copy()
         copy.metadata = {**meta, "score_breakdown": breakdown.model_dump(), "explanation": explanation.model_dump()}
         copy.excluded_llm_metadata_keys = list(dict.fromkeys([*copy.excluded_llm_metadata_keys, *RESULT_KEYS]))

@@ -130,11 +130,16 @@ def graph_sentences(b: ScoreBreakdown, g: GraphEvidence) -> list[str]:
 
 
 def explain(b: ScoreBreakdown, *, note_type: str, incoming: list[EdgeRef], outgoing: list[EdgeRef],
-            via_graph: bool, graph_used: bool, graph: GraphEvidence | None = None) -> Explanation:
+            via_graph: bool, graph_used: bool, graph: GraphEvidence | None = None,
+            index_note: bool = False) -> Explanation:
     parts = [f"semantic match {b.semantic:.3f}"]
     if b.dense is not None and b.lexical is not None:
         parts[0] += f" (dense {b.dense:.3f}, lexical {b.lexical:.3f})"
+    elif b.dense is not None:   # semantic mode: the cosine, min-max scaled over the candidates
+        parts[0] += f" (cosine {b.dense:.3f}, scaled between the candidates' lowest and highest)"
     reasons = [parts[0] + f" x type '{note_type}' weight {b.retriever_weight:g} -> {b.semantic_term:.3f}"]
+    if index_note:
+        reasons.append(f"index note (mostly links to other notes): damped (x{b.retriever_weight:g})")
     if via_graph:
         reasons.append("found through graph expansion from the vector hits")
     if graph is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
@@ -30,9 +31,44 @@ PAYLOAD_INDEXES: dict[str, dict[str, qm.PayloadSchemaType]] = {
                "type": qm.PayloadSchemaType.KEYWORD, "tags": qm.PayloadSchemaType.KEYWORD,
                "path": qm.PayloadSchemaType.KEYWORD},
     "edges": {"source_id": qm.PayloadSchemaType.KEYWORD, "target_id": qm.PayloadSchemaType.KEYWORD,
-              "kind": qm.PayloadSchemaType.KEYWORD, "scope": qm.PayloadSchemaType.KEYWORD,
-              "note_id": qm.PayloadSchemaType.KEYWORD},
+              "kind": qm.PayloadSchemaType.KEYWORD, "kinds": qm.PayloadSchemaType.KEYWORD,
+              "scope": qm.PayloadSchemaType.KEYWORD, "note_id": qm.PayloadSchemaType.KEYWORD,
+              "resolved": qm.PayloadSchemaType.BOOL},
 }
+
+
+def edge_kinds(payload: dict) -> list[str]:
+    """Every kind an edge payload stands for: `kinds` (its own kind plus the type default kinds merged onto an
+    explicit link), or `kind` alone for an edge written before defaults were merged."""
+    return payload.get("kinds") or [payload["kind"]]
+
+
+def kind_label(payload: dict) -> str:
+    """An edge's kinds as one label ("references+related_to"; kind names never hold '+'), for arrays of kinds."""
+    return "+".join(edge_kinds(payload))
+
+
+def label_kinds(label: str) -> list[str]:
+    return label.split("+")
+
+
+def edge_as(payload: dict, wanted: set[str] | frozenset[str]) -> dict | None:
+    """The edge as one of the `wanted` kinds, or None: itself when its own kind is wanted, else (matched by a
+    merged default kind only) a copy shown as that kind with the default's rule and confidence, exactly as
+    the separate default edge was before."""
+    if payload["kind"] in wanted:
+        return payload
+    for kind in edge_kinds(payload)[1:]:
+        if kind in wanted:
+            return {**payload, "kind": kind, "rule_id": payload.get("default_rule") or payload["rule_id"],
+                    "confidence": payload.get("default_confidence", payload["confidence"])}
+    return None
+
+
+def kind_filter(kinds: list[str]) -> qm.Filter:
+    """Edges that stand for any of `kinds` on a Qdrant server (payload index on `kind` and `kinds`)."""
+    return qm.Filter(should=[qm.FieldCondition(key="kind", match=qm.MatchAny(any=kinds)),
+                             qm.FieldCondition(key="kinds", match=qm.MatchAny(any=kinds))])
 
 
 # chunks whose dense vector is not there yet (phase 1 of an import wrote them, phase 2 embeds them)
@@ -64,9 +100,29 @@ def chunks_dim(client: QdrantClient, prefix: str) -> int | None:
     return params.size if params else None
 
 
-def ensure_collections(client: QdrantClient, prefix: str, dim: int) -> None:
-    """Create missing collections; refuse a chunks collection built for another embedding dimension."""
+@dataclass(frozen=True)
+class CollectionLayout:
+    """How a Qdrant server spreads a new collection: `shard_number` shards, each kept `replication_factor`
+    times (distributed mode). None leaves Qdrant's default (1); local mode has neither and ignores both.
+    Applies to all three collections when they are created; an existing collection keeps its layout."""
+
+    shard_number: int | None = None
+    replication_factor: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings) -> CollectionLayout:   # noqa: ANN001 - mindnet.settings.Settings
+        return cls(settings.qdrant_shard_number, settings.qdrant_replication_factor)
+
+    def create_args(self) -> dict[str, int]:
+        return {k: v for k, v in (("shard_number", self.shard_number),
+                                  ("replication_factor", self.replication_factor)) if v is not None}
+
+
+def ensure_collections(client: QdrantClient, prefix: str, dim: int, layout: CollectionLayout | None = None) -> None:
+    """Create missing collections (with `layout`'s shards and replicas on a server); refuse a chunks collection
+    built for another embedding dimension."""
     coll = names(prefix)
+    spread = (layout or CollectionLayout()).create_args() if not is_local(client) else {}
     existing = chunks_dim(client, prefix)
     if existing is not None and existing != dim:
         raise DimensionMismatchError(
@@ -75,10 +131,10 @@ def ensure_collections(client: QdrantClient, prefix: str, dim: int) -> None:
     if existing is None:
         client.create_collection(
             coll["chunks"], vectors_config={DENSE: qm.VectorParams(size=dim, distance=qm.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)})
+            sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)}, **spread)
     for kind in ("notes", "edges"):
         if not client.collection_exists(coll[kind]):
-            client.create_collection(coll[kind], vectors_config={})
+            client.create_collection(coll[kind], vectors_config={}, **spread)
     if not is_local(client):  # payload indexes only exist on a Qdrant server (local mode ignores them)
         for kind, fields in PAYLOAD_INDEXES.items():
             have = client.get_collection(coll[kind]).payload_schema or {}

@@ -36,11 +36,11 @@ from qdrant_client import QdrantClient
 
 from mindnet.errors import StoreError
 from mindnet.store.client import is_local
-from mindnet.store.collections import SPARSE, names
+from mindnet.store.collections import SPARSE, kind_label, label_kinds, names
 from mindnet.store.reader import iter_payloads, no_gc, read_points
 
 log = logging.getLogger(__name__)
-FORMAT = 1                          # bump when the arrays change shape or meaning
+FORMAT = 2                          # bump when the arrays change shape or meaning (2: kind labels)
 STRUCTURAL = ("belongs_to", "next", "prev")
 CHUNK_FIELDS = ["chunk_id", "note_id", "type", "tags", "path", "retriever_weight"]
 NOTE_FIELDS = ["note_id", "title", "fingerprint", "edges_hash"]
@@ -166,9 +166,10 @@ class IndexData:
     def edge_payload(self, row: int) -> dict:
         """The edge's payload as stored in Qdrant."""
         c = self.edge_columns
+        kinds = label_kinds(self.kinds[int(self.edge_kind[row])])
         text = c["target_text"][row]
         payload = {"edge_id": c["edge_id"][row], "source_id": c["source_id"][row],
-                   "target_id": c["target_id"][row], "kind": self.kinds[int(self.edge_kind[row])],
+                   "target_id": c["target_id"][row], "kind": kinds[0], "kinds": kinds,
                    "rule_id": c["rule_id"][row], "confidence": float(self.edge_conf[row]),
                    "note_id": self.nodes[int(self.edge_src[row])], "scope": c["scope"][row], "resolved": True,
                    "target_text": text[1:] if text else None}
@@ -193,8 +194,8 @@ def index_digest(client: QdrantClient, prefix: str, notes: list | None = None) -
 
 
 EDGE_COLUMNS = ("edge_id", "source_id", "target_id", "rule_id", "scope", "target_text", "extra")
-_KNOWN = {"edge_id", "source_id", "target_id", "rule_id", "scope", "target_text", "kind", "confidence", "note_id",
-          "resolved"}
+_KNOWN = {"edge_id", "source_id", "target_id", "rule_id", "scope", "target_text", "kind", "kinds", "confidence",
+          "note_id", "resolved"}
 
 
 def _edge_columns(client: QdrantClient, collection: str) -> dict:
@@ -213,7 +214,7 @@ def _edge_columns(client: QdrantClient, collection: str) -> dict:
             continue
         note.append(n)
         target_note.append(tn)
-        kind.append(k)
+        kind.append(kind_label(p))      # its kind and the type default kinds it carries
         conf.append(float(p.get("confidence", 1.0)))
         edge_id.append(str(p.get("edge_id", "")))
         source_id.append(str(p.get("source_id", "")))

@@ -17,6 +17,7 @@ from mindnet.errors import VaultError
 from mindnet.settings import TypesConfig
 from mindnet.vault.frontmatter import as_string_list, parse_yaml, split_fences
 from mindnet.vault.headings import first_h1
+from mindnet.vault.index_notes import is_index_body
 from mindnet.vault.links import extract_tags
 
 # Stable namespace for note ids derived from paths: the same path gives the same id on every machine.
@@ -68,6 +69,18 @@ def resolve_type(frontmatter_type: Any, rel_path: str, types: TypesConfig) -> tu
     return types.default_type, None
 
 
+def _looks_like_index(body: str, tags: list[str], types: TypesConfig) -> bool:
+    """A note without a frontmatter type that is an index note (MOC, "Start here" page): tagged as one, or a body
+    that is mostly links (`types.index_notes`). A type given in the frontmatter always wins."""
+    if types.index_type() is None:
+        return False
+    cfg = types.index_notes
+    if set(tags) & {t.lower() for t in cfg.tags}:
+        return True
+    return is_index_body(body, min_links=cfg.min_links, min_link_lines=cfg.min_link_lines,
+                         max_item_words=cfg.max_item_words)
+
+
 def _json_safe(value: Any) -> Any:
     """Frontmatter goes into JSON payloads: dates become ISO strings, everything else stays plain."""
     if isinstance(value, datetime | date):
@@ -114,6 +127,8 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
     # tags are case-insensitive, as in Obsidian: #ML and #ml are one tag (and one filter value)
     written = [t.lstrip("#").lower() for t in as_string_list(meta.get("tags"))]
     tags = list(dict.fromkeys([t for t in written if t] + [t.lower() for t in extract_tags(body)]))
+    if meta.get("type") in (None, "") and _looks_like_index(body, tags, types):
+        note_type = types.index_type() or note_type
     return Note(
         note_id=note_id, path=rel_path, title=title, type=note_type,
         aliases=as_string_list(meta.get("aliases") or meta.get("alias")), tags=tags, frontmatter=meta,
