@@ -121,7 +121,8 @@ def test_a_corrupt_or_foreign_snapshot_is_rebuilt_never_trusted(app: Mindnet, da
     assert reopen(app).status == "loaded"
 
 
-def test_a_stale_snapshot_is_rebuilt_with_what_the_index_now_holds(app: Mindnet, tmp_path: Path) -> None:
+def test_a_stale_snapshot_is_patched_or_rebuilt_with_what_the_index_now_holds(
+        app: Mindnet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     old = tmp_path / "old.npz"
     shutil.copy(snap_path(app), old)
     note = tmp_path / "vault" / "concepts" / "zebrafisch.md"
@@ -130,8 +131,15 @@ def test_a_stale_snapshot_is_rebuilt_with_what_the_index_now_holds(app: Mindnet,
     shutil.copy(old, snap_path(app))          # the index moved on; the file is the old one
     assert snapshot.snapshot_status(app.client, "t") == "stale"
     opened = reopen(app)
-    assert opened.status == "rebuilt (stale)"
+    assert opened.status == "patched"                 # one new note: its rows are read, the rest kept
     assert "Zebrafisch" in opened.data.titles
+    assert canonical(opened.data) == canonical(snapshot.build(app.client, "t"))
+    assert reopen(app).status == "loaded"             # and written
+    shutil.copy(old, snap_path(app))
+    monkeypatch.setattr("mindnet.store.snapshot_patch.PATCH_MIN", 0)
+    monkeypatch.setattr("mindnet.store.snapshot_patch.PATCH_SHARE", 0.0)
+    opened = reopen(app)
+    assert opened.status == "rebuilt (stale)"         # too much changed for a patch: read everything
     same_data(opened.data, snapshot.build(app.client, "t"))
 
 
@@ -201,3 +209,69 @@ def test_the_snapshot_file_is_replaced_atomically(app: Mindnet, monkeypatch: pyt
     assert path.read_bytes() == before
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
     assert snapshot.read_meta(path)["format"] == snapshot.FORMAT     # the old file, whole
+
+
+def canonical(d: snapshot.IndexData) -> dict:
+    """The snapshot's content independent of node numbering (a patch appends nodes, a build numbers afresh)."""
+    return {
+        "notes": list(zip(d.note_ids, d.titles, d.note_fps, d.note_ehs, strict=True)),
+        "chunks": (d.chunk_pids, d.chunk_ids, d.chunk_note, d.chunk_type, d.chunk_path, d.chunk_tags,
+                   d.chunk_weight.tolist(), d.sparse_ptr.tolist(), d.sparse_terms.tolist(), d.sparse_vals.tolist()),
+        "edges": [(d.nodes[s], d.nodes[t], c, d.kinds[k], d.edge_payload(i)) for i, (s, t, c, k) in
+                  enumerate(zip(d.edge_src.tolist(), d.edge_dst.tolist(), d.edge_conf.tolist(),
+                                d.edge_kind.tolist(), strict=True))],
+        "figures": {d.nodes[i]: (int(d.in_degree[i]), int(d.out_degree[i]), round(float(d.pr_rel[i]), 9))
+                    for i in np.flatnonzero(d.linked).tolist()},
+        "graph_notes": d.graph_notes, "digest": d.digest,
+    }
+
+
+@pytest.mark.parametrize("change", ["edit", "add", "delete", "link"])
+def test_a_few_changed_notes_patch_the_snapshot_to_what_a_full_build_gives(app: Mindnet, tmp_path: Path,
+                                                                           change: str) -> None:
+    vault = tmp_path / "vault"
+    if change == "edit":      # new text and new links
+        note = vault / "concepts" / "bm25.md"
+        note.write_text(note.read_text(encoding="utf-8") + "\n\nNeu: [[Qdrant]] und [[Ollama]] Zebrafisch.\n",
+                        encoding="utf-8")
+    elif change == "add":
+        (vault / "concepts" / "zebrafisch.md").write_text(
+            "---\ntitle: Zebrafisch\ntags: [tiere]\n---\nDer Zebrafisch verweist auf [[Qdrant]].\n", encoding="utf-8")
+    elif change == "delete":  # other notes' links into it turn unresolved: their edges change too
+        (vault / "concepts" / "qdrant.md").unlink()
+    else:                     # a note links one more note
+        note = vault / "concepts" / "pagerank.md"
+        note.write_text(note.read_text(encoding="utf-8") + "\n\nSiehe [[Chunking]].\n", encoding="utf-8")
+    report = app.ingest()
+    assert report.new + report.changed + report.deleted + report.edges_rewritten >= 1
+    if change == "delete":
+        assert report.edges_rewritten >= 1       # the notes linking to it: their edges alone are rewritten
+    assert snapshot.snapshot_status(app.client, "t") == "current"
+    patched = snapshot.load(snap_path(app))
+    assert canonical(patched) == canonical(snapshot.build(app.client, "t"))
+
+
+def test_the_import_patches_rather_than_rebuilds(app: Mindnet, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    built = []
+    real_build = snapshot.build
+    monkeypatch.setattr(snapshot, "build", lambda *a: built.append(a) or real_build(*a))
+    (tmp_path / "vault" / "concepts" / "zebrafisch.md").write_text("---\ntitle: Zebrafisch\n---\n[[Qdrant]]\n",
+                                                                   encoding="utf-8")
+    app.ingest()
+    assert built == []
+    assert app.retriever.snapshot_status in ("current", "patched")
+    assert "Zebrafisch" in reopen(app).data.titles
+
+
+def test_many_changed_notes_are_built_from_scratch(app: Mindnet) -> None:
+    from mindnet.store import snapshot_patch
+    old = reopen(app).data
+    stale = snapshot.IndexData(**{**old.__dict__, "note_fps": ["x"] * len(old.note_fps), "digest": "old"})
+    assert snapshot_patch.patch(stale, app.client, "t") is None or len(old.note_ids) <= snapshot_patch.PATCH_MIN
+    monkey = snapshot_patch.PATCH_MIN
+    try:
+        snapshot_patch.PATCH_MIN = 0
+        assert snapshot_patch.patch(stale, app.client, "t") is None       # every note changed: build instead
+    finally:
+        snapshot_patch.PATCH_MIN = monkey

@@ -364,7 +364,8 @@ class Importer:
             self.progress.end_notes(failed=True)
             raise
         self.progress.end_notes()
-        self._write_snapshot()
+        if not report.stopped_early:      # a newer run is about to write again: it writes the snapshot
+            self._write_snapshot()
         if embed and not report.stopped_early:
             await self._phase2(report, progress=progress, should_stop=should_stop)
         report.embedding_calls = self.embedder.calls - calls0

@@ -41,7 +41,7 @@ from mindnet.retrieval.scoring import ScoreBreakdown
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
-from mindnet.store.reader import dense_vectors
+from mindnet.store.reader import unit_vectors
 from mindnet.store.snapshot import IndexData, open_index
 
 log = logging.getLogger(__name__)
@@ -537,8 +537,8 @@ class MindnetRetriever(BaseRetriever):
             # ranking needs the vector and a few fields the mirror has; full payloads only for the hits shown
             rows = lex.rows_of_notes(new_notes, mask)
             ids = [lex.point_ids[r] for r in rows]
-            vectors = dense_vectors(self.client, self.collection, ids, DENSE) if ids else {}
-            found = [Candidate(pid, lex.brief_payload(r), _unit(vectors[pid]) if pid in vectors else None,
+            vectors = unit_vectors(self.client, self.collection, ids, DENSE) if ids else {}
+            found = [Candidate(pid, lex.brief_payload(r), vectors.get(pid),
                                via_graph=True, embedded=pid in vectors, brief=True)
                      for pid, r in zip(ids, rows, strict=True)]
             points = []

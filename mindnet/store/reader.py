@@ -134,6 +134,18 @@ def read_points(client: QdrantClient, collection: str, *, fields: list[str] | No
     return list(_scroll(client, collection, fields, sparse, page))
 
 
+def unit_vectors(client: QdrantClient, collection: str, point_ids: list[str], name: str) -> dict[str, np.ndarray]:
+    """The dense vectors `name` of the given points that have one, L2-normalised, as float32 rows of one matrix
+    (locally a row gather from the collection's matrix, not a record and a norm per point)."""
+    found = dense_vectors(client, collection, point_ids, name)
+    if not found:
+        return {}
+    matrix = np.stack(list(found.values())).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return dict(zip(found, matrix, strict=True))
+
+
 def dense_vectors(client: QdrantClient, collection: str, point_ids: list[str], name: str) -> dict[str, np.ndarray]:
     """The dense vectors `name` of the given points that have one, as float32 arrays (locally a row gather
     from the collection's matrix, not a record per point)."""

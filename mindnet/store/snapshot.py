@@ -28,11 +28,13 @@ import tempfile
 import threading
 import time
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from qdrant_client import QdrantClient
+from scipy import sparse  # imported with the module: not in the first search
 
 from mindnet.errors import StoreError
 from mindnet.store.client import is_local
@@ -104,7 +106,6 @@ def pagerank(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, al
     over the weighted directed graph of `n` nodes given as edge arrays (one edge per node pair)."""
     if n == 0:
         return np.zeros(0)
-    from scipy import sparse
     out_weight = np.bincount(src, weights=weight, minlength=n)
     scale = np.divide(1.0, out_weight, out=np.zeros(n), where=out_weight != 0)
     transition = sparse.csr_matrix((weight * scale[src], (dst, src)), shape=(n, n))   # x @ P as P^T x
@@ -132,6 +133,8 @@ class IndexData:
     # notes (the notes collection)
     note_ids: list[str]
     titles: list[str]
+    note_fps: list[str]             # each note record's fingerprint and edges hash: what a patch compares
+    note_ehs: list[str]
     # chunks, in point-id order, with their BM25 vectors row-major
     chunk_pids: list[str]
     chunk_ids: list[str]
@@ -200,11 +203,15 @@ _KNOWN = {"edge_id", "source_id", "target_id", "rule_id", "scope", "target_text"
 
 def _edge_columns(client: QdrantClient, collection: str) -> dict:
     """One pass over the edges: the resolved links between two different notes, as columns."""
+    return edge_columns(p for _, p in iter_payloads(client, collection))
+
+
+def edge_columns(payloads: Iterable[dict]) -> dict:
     cols: dict[str, list] = {k: [] for k in ("note", "target_note", "kind", "conf", *EDGE_COLUMNS)}
     note, target_note, kind, conf = cols["note"], cols["target_note"], cols["kind"], cols["conf"]
     edge_id, source_id, target_id, rule_id = cols["edge_id"], cols["source_id"], cols["target_id"], cols["rule_id"]
     scope, target_text, extra = cols["scope"], cols["target_text"], cols["extra"]
-    for _, p in iter_payloads(client, collection):
+    for p in payloads:
         k = p.get("kind")
         n, t = p.get("note_id"), p.get("target_id")
         if k in STRUCTURAL or not p.get("resolved", True) or n is None or t is None:
@@ -241,6 +248,8 @@ def _build(client: QdrantClient, prefix: str) -> IndexData:
     digest, counts = index_digest(client, prefix, notes)
     note_ids = [r.payload.get("note_id", "") for r in notes]
     titles = [str(r.payload.get("title", "")) for r in notes]
+    note_fps = [str(r.payload.get("fingerprint", "")) for r in notes]
+    note_ehs = [str(r.payload.get("edges_hash", "")) for r in notes]
 
     chunks = read_points(client, coll["chunks"], fields=CHUNK_FIELDS, sparse=SPARSE)
     lengths = [len(r.sparse.indices) if r.sparse is not None else 0 for r in chunks]
@@ -266,8 +275,8 @@ def _build(client: QdrantClient, prefix: str) -> IndexData:
     packed = {name: PackedStrings(*_permute(*_pack(cols[name]), order)) for name in EDGE_COLUMNS}
     in_deg, out_deg, pr_rel, linked = graph_figures(len(nodes), src, dst, conf)
     data = IndexData(
-        digest=digest, note_ids=note_ids, titles=titles, chunk_pids=[r.id for r in chunks],
-        chunk_ids=[str(r.payload.get("chunk_id", "")) for r in chunks],
+        digest=digest, note_ids=note_ids, titles=titles, note_fps=note_fps, note_ehs=note_ehs,
+        chunk_pids=[r.id for r in chunks], chunk_ids=[str(r.payload.get("chunk_id", "")) for r in chunks],
         chunk_weight=np.array([float(r.payload.get("retriever_weight", 1.0)) for r in chunks], dtype=np.float64),
         chunk_note=[str(r.payload.get("note_id", "")) for r in chunks],
         chunk_type=[str(r.payload.get("type", "")) for r in chunks],
@@ -338,7 +347,8 @@ def save(data: IndexData, path: Path) -> None:
     arrays = {
         "meta": _json_array(meta),
         "chunk_weight": data.chunk_weight,
-        "strings": _json_array({"note_ids": data.note_ids, "titles": data.titles, "chunk_pids": data.chunk_pids,
+        "strings": _json_array({"note_ids": data.note_ids, "titles": data.titles, "note_fps": data.note_fps,
+                                "note_ehs": data.note_ehs, "chunk_pids": data.chunk_pids,
                                 "chunk_ids": data.chunk_ids,
                                 "chunk_note": data.chunk_note, "chunk_type": data.chunk_type,
                                 "chunk_path": data.chunk_path, "chunk_tags": data.chunk_tags,
@@ -386,7 +396,8 @@ def _load(path: Path) -> IndexData:
             raise SnapshotFormatError(f"{path}: snapshot format {meta.get('format')}, this mindnet reads {FORMAT}")
         s = json.loads(arrays["strings"].tobytes())
         data = IndexData(
-            digest=meta["digest"], note_ids=s["note_ids"], titles=s["titles"], chunk_pids=s["chunk_pids"],
+            digest=meta["digest"], note_ids=s["note_ids"], titles=s["titles"], note_fps=s["note_fps"],
+            note_ehs=s["note_ehs"], chunk_pids=s["chunk_pids"],
             chunk_ids=s["chunk_ids"], chunk_weight=arrays["chunk_weight"],
             chunk_note=s["chunk_note"], chunk_type=s["chunk_type"], chunk_path=s["chunk_path"],
             chunk_tags=s["chunk_tags"], sparse_ptr=arrays["sparse_ptr"], sparse_terms=arrays["sparse_terms"],
@@ -429,7 +440,7 @@ def _validate(d: IndexData, path: Path) -> None:
         problems.append("edge kinds out of bounds")
     if any(len(a) != nodes for a in (d.in_degree, d.out_degree, d.pr_rel, d.linked)):
         problems.append("graph figures out of shape")
-    if len(d.note_ids) != len(d.titles):
+    if not (len(d.note_ids) == len(d.titles) == len(d.note_fps) == len(d.note_ehs)):
         problems.append("note columns differ in length")
     if problems:
         raise SnapshotError(f"{path}: inconsistent index snapshot: {'; '.join(problems)}")
@@ -465,19 +476,27 @@ def open_index(client: QdrantClient, prefix: str, *, write: bool = True) -> Open
         return Opened(cached, "current", time.perf_counter() - started)
     path = snapshot_path(client, prefix)
     status = "built"
-    if path is not None:
+    stale = cached
+    if path is not None and stale is None:
         try:
             data = load(path)
             if data.digest == digest:
                 with _cache_lock:
                     _cache[key] = data
                 return Opened(data, "loaded", time.perf_counter() - started)
-            status = "rebuilt (stale)"
+            status, stale = "rebuilt (stale)", data
         except SnapshotFormatError:
             status = "rebuilt (other format)"
         except SnapshotError as exc:
             status = "rebuilt (missing)" if not path.exists() else f"rebuilt (corrupt: {exc})"
-    data = build(client, prefix)
+    data = None
+    if stale is not None:
+        # a few notes changed (a watcher save, a small re-import): patch their rows instead of reading all
+        from mindnet.store.snapshot_patch import patch
+        data = patch(stale, client, prefix)
+        status = "patched" if data is not None else "rebuilt (stale)"
+    if data is None:
+        data = build(client, prefix)
     if path is not None and write:
         try:
             save(data, path)
