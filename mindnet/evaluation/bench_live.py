@@ -7,9 +7,12 @@ time from a save to a search finding the note, and kill -9 during a two-phase im
 
 `serve` starts `mindnet serve --no-ui` on a fresh Qdrant folder and a fresh embedding cache, asks a hybrid
 query every half second until it has hits (printing the seconds since start and the trace's count of chunks not
-embedded yet), then writes a new note into the vault and asks until a query finds it (seconds since the save;
-phase 1 of the first import is still running then), then once phase 2 runs saves another note and times it
-the same way, then stops the server. The vault is copied first; the original is never written.
+embedded yet), then writes a new note into the vault and asks every 0.1 s until a query finds it (seconds since
+the save; phase 1 of the first import is still running then), then once phase 2 runs times `--saves` saves the
+same way (new notes and edits of existing ones, alternately; the median is reported), and with
+`--wait-embedded` waits for phase 2 to end and times saves until hybrid search finds them and until semantic
+search (vectors only) does. `--cache DIR` uses that embedding cache instead of a fresh one. The vault is copied
+first; the original is never written.
 
 `kill` runs `mindnet ingest` in a subprocess on a fresh index, once undisturbed (timing its two phases by the
 requests it sends the fake Ollama: the size probe starts phase 1's writes, the first batch of vectors starts
@@ -49,8 +52,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _env(work: Path, vault: Path, embedding: str, ollama_url: str | None) -> dict[str, str]:
-    env = dict(os.environ, MINDNET_QDRANT_PATH=str(work / "qdrant"), MINDNET_CACHE_DIR=str(work / "cache"),
+def _env(work: Path, vault: Path, embedding: str, ollama_url: str | None, cache: Path | None = None
+         ) -> dict[str, str]:
+    env = dict(os.environ, MINDNET_QDRANT_PATH=str(work / "qdrant"), MINDNET_CACHE_DIR=str(cache or work / "cache"),
                MINDNET_LOG_DIR=str(work / "logs"), MINDNET_VAULT_ROOT=str(vault), MINDNET_EMBEDDING=embedding,
                MINDNET_COLLECTION_PREFIX="live", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
     if ollama_url:
@@ -66,7 +70,50 @@ def _fake_ollama(latency: float) -> Any:
     return server
 
 
-def serve_figures(vault: Path, embedding: str, timeout: float, latency: float) -> dict:
+WORDS = ["Zitronenmelisse", "Holunderblüte", "Quittengelee", "Rhabarberkompott", "Stachelbeere", "Mirabelle",
+         "Brombeerhecke", "Sanddornsaft"]
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _save_and_find(url: str, vault: Path, i: int, timeout: float, *, embedded: bool) -> dict:
+    """Save a note (a new one on even `i`, an edit of an existing note on odd `i`) and time until a hybrid
+    query finds it by a word only it holds; with `embedded`, also until a semantic query (dense vectors only)
+    finds it."""
+    word = f"{WORDS[i % len(WORDS)]}{i}"
+    if i % 2 == 0:
+        note_id = f"gespeichert-{i}"
+        path = vault / "concepts" / f"{note_id}.md"
+        text = f"---\ntitle: Gespeichert {i}\nid: {note_id}\n---\n{word} im Garten, frisch gespeichert.\n"
+    else:
+        path = sorted((vault / "sources").glob("*.md"))[i]
+        note_id = None
+        text = path.read_text(encoding="utf-8") + f"\n\nNachtrag: {word} im Garten.\n"
+    saved = time.monotonic()
+    path.write_text(text, encoding="utf-8")
+
+    def found(mode: str) -> bool:
+        r = httpx.post(f"{url}/query", json={"query": word, "mode": mode, "top_k": 3}, timeout=60)
+        hits = r.json()["hits"] if r.status_code == 200 else []
+        rel = path.relative_to(vault).as_posix()
+        return any(h["note_id"] == note_id or h.get("path") == rel for h in hits[:1 if mode == "semantic" else 3])
+
+    row = {"kind": "new" if note_id else "edit", "found_s": _until(lambda: found("hybrid"), saved, timeout,
+                                                                   every=0.1)}
+    if embedded:
+        row["embedded_s"] = _until(lambda: found("semantic"), saved, timeout, every=0.1)
+    return row
+
+
+def _reimport_lines(log: Path) -> int:
+    return log.read_text(encoding="utf-8", errors="replace").count("re-import")
+
+
+def serve_figures(vault: Path, embedding: str, timeout: float, latency: float, *, saves: int = 3,
+                  cache: Path | None = None, wait_embedded: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="mindnet-bench-live-") as tmp:
         work = Path(tmp)
         copy = work / "vault"
@@ -77,7 +124,7 @@ def serve_figures(vault: Path, embedding: str, timeout: float, latency: float) -
         log = open(work / "serve.log", "wb")  # noqa: SIM115 - closed below
         started = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "mindnet.cli", "serve", "--no-ui", "--port", str(port)],
-                                env=_env(work, copy, embedding, fake.url if fake else None), cwd=work,
+                                env=_env(work, copy, embedding, fake.url if fake else None, cache), cwd=work,
                                 stdout=log, stderr=subprocess.STDOUT)
         out: dict[str, Any] = {"vault": str(vault), "notes": sum(1 for _ in copy.rglob("*.md")),
                                "embedding": embedding}
@@ -108,23 +155,23 @@ def serve_figures(vault: Path, embedding: str, timeout: float, latency: float) -
                 r = httpx.post(f"{url}/query", json={"query": PROBE_WORD, "mode": "hybrid", "top_k": 3}, timeout=60)
                 return r.status_code == 200 and any(h["note_id"] == "neu-gespeichert" for h in r.json()["hits"])
 
-            out["save_to_found_s"] = _until(found, saved, timeout)
+            out["save_to_found_s"] = _until(found, saved, timeout, every=0.1)
             out["health_after_save"] = httpx.get(f"{url}/health", timeout=30).json()["import"]
-            # once phase 1 is done and the embedding runs: a second save
+            # once phase 1 is done and the embedding runs: saves of new notes and edits of old ones
             _until(lambda: httpx.get(f"{url}/health", timeout=30).json()["import"]["phase"] == "embedding",
                    time.monotonic(), timeout)
-            second = copy / "concepts" / "zweite-notiz.md"
-            saved = time.monotonic()
-            second.write_text("---\ntitle: Zweite Notiz\nid: zweite-notiz\n---\nHolunderblütensirup, "
-                              "gespeichert während der Einbettung.\n", encoding="utf-8")
-
-            def found_second() -> bool:
-                r = httpx.post(f"{url}/query", json={"query": "Holunderblütensirup", "mode": "hybrid", "top_k": 3},
-                               timeout=60)
-                return r.status_code == 200 and any(h["note_id"] == "zweite-notiz" for h in r.json()["hits"])
-
-            out["save_during_embedding_to_found_s"] = _until(found_second, saved, timeout)
-            out["health_after_second_save"] = httpx.get(f"{url}/health", timeout=30).json()["import"]
+            out["saves_during_embedding"] = [_save_and_find(url, copy, i, timeout, embedded=False)
+                                             for i in range(saves)]
+            out["save_during_embedding_to_found_s"] = _median([r["found_s"] for r in out["saves_during_embedding"]])
+            out["health_after_saves"] = httpx.get(f"{url}/health", timeout=30).json()["import"]
+            if wait_embedded:     # phase 2 to its end (a warm --cache makes this minutes, not an hour)
+                _until(lambda: httpx.get(f"{url}/health", timeout=30).json()["import"]["phase"] == "done",
+                       time.monotonic(), timeout, every=1.0)
+                out["saves_when_idle"] = [_save_and_find(url, copy, saves + i, timeout, embedded=True)
+                                          for i in range(saves)]
+                out["save_when_idle_to_found_s"] = _median([r["found_s"] for r in out["saves_when_idle"]])
+                out["save_when_idle_to_embedded_s"] = _median([r["embedded_s"] for r in out["saves_when_idle"]])
+            out["serve_log_reimports"] = _reimport_lines(work / "serve.log")
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -137,14 +184,14 @@ def serve_figures(vault: Path, embedding: str, timeout: float, latency: float) -
         return out
 
 
-def _until(check: Any, since: float, timeout: float) -> float:
+def _until(check: Any, since: float, timeout: float, every: float = 0.5) -> float:
     while time.monotonic() - since < timeout:
         try:
             if check():
                 return round(time.monotonic() - since, 2)
         except httpx.HTTPError:
             pass
-        time.sleep(0.5)
+        time.sleep(every)
     raise TimeoutError(f"not reached within {timeout} s")
 
 
@@ -259,10 +306,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--latency", type=float, default=0.05, help="fake Ollama: seconds per request")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--saves", type=int, default=3, help="serve: saves timed while embedding (and when idle)")
+    parser.add_argument("--cache", type=Path, help="serve: an embedding cache folder to use (default: a fresh one)")
+    parser.add_argument("--wait-embedded", action="store_true",
+                        help="serve: wait for phase 2 to end, then time saves until found by meaning too")
     args = parser.parse_args(argv)
     args.vault = args.vault.resolve()
     if args.what == "serve":
-        data = serve_figures(args.vault, args.embedding, args.timeout, args.latency)
+        data = serve_figures(args.vault, args.embedding, args.timeout, args.latency, saves=args.saves,
+                             cache=args.cache, wait_embedded=args.wait_embedded)
     else:
         data = kill_figures(args.vault, args.kills, args.seed, args.latency)
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -90,6 +90,11 @@ class LinkResolver:
         key = text.strip().casefold().removesuffix(".md")
         return self._keys.get(key) or self._keys.get(key.rsplit("/", 1)[-1])
 
+    @property
+    def mapping(self) -> dict[str, str]:
+        """Every lookup key (case-folded) -> the note id it resolves to."""
+        return self._keys
+
     def signature(self) -> str:
         """Changes whenever any link could resolve differently (used to decide if edges must be re-derived)."""
         digest = hashlib.sha256()

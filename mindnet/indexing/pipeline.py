@@ -1,7 +1,9 @@
 """The import pipeline: vault -> notes, chunks and edges in Qdrant, incrementally, in two phases.
 
-Every run reads and parses the whole vault (cheap) and derives all edges again from the current set of notes,
-so links heal and mentions appear without special scripts. Only what differs from the index is written.
+The first run (and any run whose manifest does not match the index) reads, parses and links the whole vault;
+later runs plan only the files whose stat changed and the notes whose links or mentions they affect
+(`mindnet.indexing.planning`, `mindnet.indexing.state`), with the same result. Links heal and mentions appear
+without special scripts. Only what differs from the index is written.
 
 Phase 1 needs no embedding model (only a one-text probe of its vector size when chunks are written):
   - a note whose fingerprint (file bytes, path, type settings, embedding model) changed is re-chunked and
@@ -24,62 +26,56 @@ named in the report; its text is searchable by keywords.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
-from llama_index.core.schema import TextNode
 from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.backends import Embedder
 from mindnet.errors import VaultError
-from mindnet.indexing.edges import Edge, LinkResolver, derive_edges
-from mindnet.indexing.mentions import MentionIndex
 from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
+from mindnet.indexing.planning import (
+    PIPELINE_VERSION,
+    PlannedNote,
+    VaultPlan,
+    config_key,
+    edges_fingerprint,
+    entry_of,
+    note_fingerprint,
+    plan_changes,
+    plan_vault,
+    skipped_now,
+)
 from mindnet.indexing.progress import ImportProgress
 from mindnet.indexing.report import ImportReport
 from mindnet.indexing.sparse import sparse_doc_fn, sparse_query_fn
+from mindnet.indexing.state import (
+    IndexState,
+    NoteEntry,
+    folder_claim,
+    new_token,
+    read_local_token,
+    read_token,
+    write_token,
+)
 from mindnet.indexing.vectors import afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
 from mindnet.store import snapshot
-from mindnet.vault.note import Note
-from mindnet.vault.scan import Issue, scan_vault
+from mindnet.vault.scan import Issue
+
+__all__ = ["PIPELINE_VERSION", "Importer", "ImportReport", "PlannedNote", "chunk_vector_store", "dry_run_payloads",
+           "edges_fingerprint", "note_fingerprint", "plan_vault"]
 
 log = logging.getLogger(__name__)
-PIPELINE_VERSION = "3"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
-                            # (3: passages cut on the model's token budget)
 BATCH_NOTES = 64            # notes embedded together (the embedder batches and parallelises), then written
 Progress = Callable[[int, int, str], None]
-
-
-@dataclass
-class PlannedNote:
-    note: Note
-    nodes: list[TextNode]
-    edges: list[Edge]
-    fingerprint: str
-    edges_hash: str
-
-
-def note_fingerprint(note: Note, types: TypesConfig, model_key: str) -> str:
-    spec = types.types[note.type]
-    profile = types.chunk_profiles[spec.chunk_profile]
-    parts = [PIPELINE_VERSION, note.content_hash, note.path, note.type, spec.model_dump_json(),
-             profile.model_dump_json(), model_key]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
-
-
-def edges_fingerprint(edges: list[Edge]) -> str:
-    rows = sorted(json.dumps(e.payload(), sort_keys=True) for e in edges)
-    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+RECORD_FIELDS = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path", "title", "aliases"]
 
 
 def chunk_vector_store(client: QdrantClient, prefix: str = "mindnet") -> QdrantVectorStore:
@@ -91,31 +87,12 @@ def chunk_vector_store(client: QdrantClient, prefix: str = "mindnet") -> QdrantV
                              dense_vector_name=coll.DENSE, sparse_vector_name=coll.SPARSE, batch_size=128)
 
 
-def _skipped_now(path: str, skipped: list[Issue]) -> bool:
-    """Whether this run could not read `path`: the file itself, or a folder above it (issue path ends in /)."""
-    return any(path == i.path or (i.path.endswith("/") and (path.startswith(i.path) or i.path == "./"))
-               for i in skipped)
-
-
-def plan_vault(vault: Path, types: TypesConfig, report: ImportReport, *, model_key: str = "",
-               parser: MarkdownNoteParser | None = None, owners: dict[str, str] | None = None) -> list[PlannedNote]:
-    """Read, chunk and link the whole vault without touching Qdrant or an embedding model."""
-    parser = parser or MarkdownNoteParser.from_config(types)
-    notes, issues = scan_vault(vault, types, owners=owners)
-    report.issues.extend(issues)
-    resolver = LinkResolver(notes)
-    planned = []
-    mentions = MentionIndex(notes, types.mentions) if types.mentions.enabled else None
-    for note in notes:
-        nodes = parser.note_to_nodes(note)
-        if not nodes:
-            report.issues.append(Issue("warning", note.path, "note has a title but no text; nothing to search"))
-        edges = derive_edges(note, nodes, resolver, types, mentions)
-        planned.append(PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key),
-                                   edges_fingerprint(edges)))
-    report.seconds_mentions = mentions.seconds if mentions is not None else 0.0
-    report.mention_common = mentions.common_names() if mentions is not None else []
-    return planned
+def _placeholder(record: dict) -> NoteEntry:
+    """An entry for an indexed note whose text this run does not know: the next run reads its file again."""
+    return NoteEntry(note_id=record["note_id"], path=record.get("path", ""), size=-1, mtime_ns=-1, seen_ns=0,
+                     content_hash="", fingerprint=record.get("fingerprint", ""),
+                     edges_hash=record.get("edges_hash", ""), title=record.get("title", ""),
+                     aliases=list(record.get("aliases") or []), links=[], named=[])
 
 
 def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str, list[dict]]:
@@ -138,11 +115,17 @@ class Importer:
     nothing, deleted notes leave nothing behind, one bad file is a report line. Usually built for you by
     `Mindnet.from_env().importer`; `importer.run(vault_path, full=False)` returns the `ImportReport`."""
 
-    def __init__(self, *, client: QdrantClient, prefix: str, embedder: Embedder, types: TypesConfig,
+    def __init__(self, *, client: QdrantClient | Callable[[], QdrantClient], prefix: str, embedder: Embedder,
+                 types: TypesConfig,
                  lock: AbstractContextManager | None = None, progress: ImportProgress | None = None,
                  on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None,
+                 manifest: Path | None = None, local_folder: Path | None = None,
                  layout: coll.CollectionLayout | None = None) -> None:
-        self.client = client
+        # a client, or how to open one: an import that finds nothing changed (by the manifest and the token in
+        # the local folder's meta.json) never opens Qdrant, which takes ~17 s for 300k local points
+        self._client = client if isinstance(client, QdrantClient) else None
+        self._open_client = client if not isinstance(client, QdrantClient) else None
+        self.local_folder = local_folder
         self.layout = layout or coll.CollectionLayout()   # shards/replicas of new collections on a server
         self.prefix = prefix
         self.names = coll.names(prefix)
@@ -155,16 +138,88 @@ class Importer:
         self.progress = progress or ImportProgress()
         self.on_written = on_written or (lambda: None)     # notes, chunks or edges changed
         self.on_embedded = on_embedded or (lambda: None)   # dense vectors were added
+        self.manifest = manifest          # where the state is kept between processes (None: in memory only)
+        self._state: IndexState | None = None   # what the index holds, as this importer last left it
+        self._token: str | None = None          # the notes collection's token that goes with `_state`
+        self._dim: int | None = None            # the backend's vector size, asked once per importer
 
     def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None) -> list[PlannedNote]:
         return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners)
 
+    @property
+    def client(self) -> QdrantClient:
+        if self._client is None:
+            assert self._open_client is not None
+            self._client = self._open_client()
+        return self._client
+
+    @property
+    def client_open(self) -> bool:
+        return self._client is not None
+
     # ------------------------------------------------------------------ reading the index
 
     def stored_notes(self) -> dict[str, dict]:
-        fields = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path"]
         return {p.payload["note_id"]: p.payload for p in coll.scroll_points(self.client, self.names["notes"],
-                                                                            fields=fields)}
+                                                                            fields=RECORD_FIELDS)}
+
+    def _records(self, note_ids: list[str]) -> dict[str, dict]:
+        """The stored records of these notes (those that have one)."""
+        out: dict[str, dict] = {}
+        for i in range(0, len(note_ids), 512):
+            points = self.client.retrieve(self.names["notes"], ids=[coll.point_id(n) for n in note_ids[i:i + 512]],
+                                          with_payload=RECORD_FIELDS)
+            out.update((p.payload["note_id"], p.payload) for p in points if p.payload)
+        return out
+
+    def _trusted_state(self) -> IndexState | None:
+        """The state of the index (this importer's own, or the manifest's) when the index's token says it is
+        current; None when the whole vault must be planned."""
+        if not all(self.client.collection_exists(n) for n in self.names.values()):
+            return None
+        token = read_token(self.client, self.names["notes"])
+        key = config_key(self.types, self.embedder.key)
+        if token is None:
+            return None
+        if self._state is not None and self._token == token and self._state.config_key == key:
+            return self._state
+        state = IndexState.load(self.manifest, token, key) if self.manifest else None
+        self._state, self._token = state, (token if state else None)
+        return state
+
+    def _offline_state(self) -> IndexState | None:
+        """Before Qdrant is opened: the manifest, if the token in the local folder's meta.json matches it."""
+        if self.client_open or self.local_folder is None or self.manifest is None:
+            return None
+        token = read_local_token(self.local_folder, self.names)
+        key = config_key(self.types, self.embedder.key)
+        if token is None:
+            return None
+        state = IndexState.load(self.manifest, token, key)
+        if state is not None:
+            self._state, self._token = state, token
+        return state
+
+    def _commit(self, state: IndexState) -> None:
+        """Keep `state` as what the index holds: in memory, in the manifest, and as the index's token."""
+        token = new_token()
+        self._state, self._token = state, None
+        if self.manifest is not None:
+            try:
+                state.save(self.manifest, token)
+            except OSError as exc:
+                log.warning("could not write the import manifest %s (%s); the next run reads the whole vault",
+                            self.manifest, exc)
+                return
+        with self.lock:
+            if write_token(self.client, self.names["notes"], token):
+                self._token = token
+
+    def _invalidate(self) -> None:
+        """Before the first write of a run: the manifest no longer matches the index until the run commits."""
+        if self._token is not None or read_token(self.client, self.names["notes"]) is not None:
+            write_token(self.client, self.names["notes"], None)
+        self._token = None
 
     # ------------------------------------------------------------------ writing
 
@@ -272,6 +327,14 @@ class Importer:
                         removed)
         return removed
 
+    def _holds_unlisted(self, state: IndexState) -> bool:
+        """Whether the chunks or edges collection holds more points than the state's records list (then a
+        scan finds which): two counts instead of reading every record."""
+        chunks = sum(e.chunks for e in state.entries.values())
+        edges = sum(sum(e.kinds.values()) for e in state.entries.values())
+        return (self.client.count(self.names["chunks"], exact=True).count > chunks
+                or self.client.count(self.names["edges"], exact=True).count > edges)
+
     def _delete_notes(self, note_ids: list[str]) -> None:
         if not note_ids:
             return
@@ -315,51 +378,112 @@ class Importer:
                       should_stop: Callable[[], bool] | None = None, first: set[str] | frozenset = frozenset()
                       ) -> None:
         start1 = time.perf_counter()
-        with self.lock:
-            indexed = all(self.client.collection_exists(n) for n in self.names.values())
-            before = self.stored_notes() if indexed else {}
-        planned = self.plan(vault, report, owners={nid: old.get("path", "") for nid, old in before.items()})
-        self.progress.update(notes_total=len(planned))
-        dim: int | None = None
-        if full:
-            # ask the backend first: a rebuild that cannot embed must not have dropped the index
-            dim = await self.embedder.aprobe_dim()
+        seen = time.time_ns()     # files are read after this: an entry's stat is never newer than its text
+        state = plan = None
+        if not full and not self.client_open:
+            with folder_claim(self.local_folder) as free:   # as exclusive as opening it, while we read
+                state = self._offline_state() if free else None
+                plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
+                    if state is not None else None
+            if plan is not None and not plan.planned and not plan.gone:
+                self._finish_unchanged(report, plan, state)
+                report.seconds_phase1 = time.perf_counter() - start1
+                return
+        if plan is None:
             with self.lock:
-                coll.drop_all(self.client, self.prefix)
-        with self.lock:
-            complete = all(self.client.collection_exists(n) for n in self.names.values())
-        stored = before if complete else {}
-        if stored and not planned and not full:
-            raise VaultError(f"no notes found in {vault}, but the index holds {len(stored)} notes; importing "
-                             f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "
-                             f"index on purpose, run with --full", path=str(vault))
+                state = None if full else self._trusted_state()
+            plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
+                if state is not None else None
+        else:
+            with self.lock:
+                trusted = self._trusted_state()    # Qdrant opened now: its token must still say the same
+            if trusted is not state:
+                state = trusted
+                plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
+                if state is not None else None
+        try:
+            await self._write_plan(vault, report, plan, state, full=full, progress=progress,
+                                   should_stop=should_stop, first=first, seen=seen)
+        except BaseException:
+            self._state = None    # the token stays cleared: the next run plans the whole vault
+            raise
+        report.seconds_phase1 = time.perf_counter() - start1
+
+    async def _write_plan(self, vault: Path, report: ImportReport, plan: VaultPlan | None,
+                          state: IndexState | None, *, full: bool, progress: Progress | None,
+                          should_stop: Callable[[], bool] | None, first: set[str] | frozenset, seen: int) -> None:
+        dim: int | None = None
+        if plan is not None:
+            # only what changed, and the notes whose links or mentions it affects; their records by id
+            assert state is not None
+            report.issues.extend(plan.issues)
+            report.seconds_mentions = plan.seconds_mentions
+            report.neighbours = plan.neighbours
+            report.planned = "changes"
+            planned = plan.planned
+            with self.lock:
+                stored = self._records([p.note.note_id for p in planned])
+            complete = True
+            total = plan.notes
+        else:
+            with self.lock:
+                indexed = all(self.client.collection_exists(n) for n in self.names.values())
+                before = self.stored_notes() if indexed else {}
+            planned = self.plan(vault, report, owners={nid: old.get("path", "") for nid, old in before.items()})
+            total = len(planned)
+            if full:
+                # ask the backend first: a rebuild that cannot embed must not have dropped the index
+                dim = self._dim = await self.embedder.aprobe_dim()
+                with self.lock:
+                    coll.drop_all(self.client, self.prefix)
+            with self.lock:
+                complete = all(self.client.collection_exists(n) for n in self.names.values())
+            stored = before if complete else {}
+            if stored and not planned and not full:
+                raise VaultError(f"no notes found in {vault}, but the index holds {len(stored)} notes; importing "
+                                 f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "
+                                 f"index on purpose, run with --full", path=str(vault))
+        self.progress.update(notes_total=total)
         changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
         changed.sort(key=lambda p: p.note.path not in first)   # the notes just saved go first (stable sort)
-        if changed or not complete:
-            # only a run that writes chunks asks the backend for its size (a no-change re-import never calls
-            # it); a size differing from the chunks collection stops here, before anything is written
-            if dim is None:
-                dim = await self.embedder.aprobe_dim()
-            with self.lock:
-                coll.ensure_collections(self.client, self.prefix, dim, self.layout)
-        with self.lock:
-            coll.tune_local_storage(self.client, self.prefix)
+        changed_ids = {p.note.note_id for p in changed}
+        relinked = [p for p in planned if p.note.note_id not in changed_ids
+                    and stored[p.note.note_id].get("edges_hash") != p.edges_hash]
+        if plan is not None:
+            gone = plan.gone
+        else:
             current = {p.note.note_id for p in planned}
             # a note that cannot be read now (or sits in a folder that cannot be listed) keeps its previous
             # version
             gone = [nid for nid, old in stored.items()
-                    if nid not in current and not _skipped_now(old.get("path", ""), report.skipped)]
+                    if nid not in current and not skipped_now(old.get("path", ""), report.skipped)]
+        if changed or relinked or gone or not complete:
+            with self.lock:
+                if complete:
+                    self._invalidate()
+        if changed or not complete:
+            # only a run that writes chunks asks the backend for its size, once per importer (a no-change
+            # re-import never calls it); a size differing from the chunks collection stops here, before
+            # anything is written
+            if dim is None:
+                dim = self._dim = self._dim or await self.embedder.aprobe_dim()
+            with self.lock:
+                coll.ensure_collections(self.client, self.prefix, dim, self.layout)
+        with self.lock:
+            if plan is None:
+                coll.tune_local_storage(self.client, self.prefix)
             self._delete_notes(gone)
         report.deleted = len(gone)
-        if stored:
+        if plan is None and stored:
             kept = set(stored) - set(gone)
             with self.lock:
                 self._remove_unlisted({nid: stored[nid] for nid in kept})
+        elif plan is not None and state is not None:
+            with self.lock:
+                if self._holds_unlisted(state):
+                    self._remove_unlisted(self.stored_notes())
 
-        changed_ids = {p.note.note_id for p in changed}
-        relinked = [p for p in planned if p.note.note_id not in changed_ids
-                    and stored[p.note.note_id].get("edges_hash") != p.edges_hash]
-        report.unchanged = len(planned) - len(changed)
+        report.unchanged = total - len(changed)
         if relinked:
             with self.lock:
                 self._relink(relinked, stored)
@@ -381,25 +505,83 @@ class Importer:
         if gone or relinked:
             self.on_written()
 
+        if changed:
+            state_vectors = False    # chunks written: phase 2 has work (unless the cache gave every vector)
+        else:
+            state_vectors = bool(state and state.vectors_complete)
+        written = {p.note.note_id for p in changed[:done]}
+        unwritten = changed_ids - written
+        state = self._settle(state, planned, stored, gone, unwritten, report, seen)
+        state.vectors_complete = state_vectors
+        if plan is None or changed or relinked or gone or plan.touched:
+            self._commit(state)
+        report.notes = total
+        self._totals(report, state)
+
+    def _finish_unchanged(self, report: ImportReport, plan: VaultPlan, state: IndexState) -> None:
+        """Nothing to write: the report from the state alone."""
+        report.issues.extend(plan.issues)
+        report.planned, report.notes, report.unchanged = "changes", plan.notes, plan.notes
+        self.progress.update(notes_total=plan.notes)
+        if plan.touched:
+            self._save_manifest(state)
+        self._totals(report, state)
+
+    def _totals(self, report: ImportReport, state: IndexState) -> None:
         failed = {i.path for i in report.skipped}
-        report.notes = len(planned)
-        for p in planned:
-            if p.note.path in failed:
+        for entry in state.entries.values():
+            if entry.path in failed:
                 continue
-            report.chunks += len(p.nodes)
-            report.edges_by_kind.update(e.kind for e in p.edges)
-            if mentioned := sum(e.kind == "mentions" for e in p.edges):
+            report.chunks += entry.chunks
+            report.edges_by_kind.update(entry.kinds)
+            if mentioned := entry.kinds.get("mentions", 0):
                 report.mention_edges += mentioned
-                report.mention_sources[p.note.path] = mentioned
-            report.unresolved += [(p.note.path, e.target_text or e.target_id) for e in p.edges
-                                  if not e.resolved and e.rule_id.startswith(("explicit", "inline", "callout"))]
-        report.seconds_phase1 = time.perf_counter() - start1
+                report.mention_sources[entry.path] = mentioned
+            report.unresolved += [(entry.path, u) for u in entry.unresolved]
+
+    def _save_manifest(self, state: IndexState) -> None:
+        """The same index (same token), entries refreshed (touched files, vectors complete)."""
+        if self.manifest is not None and self._token is not None:
+            try:
+                state.save(self.manifest, self._token)
+            except OSError as exc:
+                log.warning("could not write the import manifest %s (%s)", self.manifest, exc)
+
+    def _settle(self, state: IndexState | None, planned: list[PlannedNote], stored: dict[str, dict],
+                gone: list[str], unwritten: set[str], report: ImportReport, seen: int) -> IndexState:
+        """The state after this run's writes: an entry per note the index holds, as it holds it."""
+        if state is None:
+            # a whole-vault plan: indexed notes it could not read keep their records; an entry that makes the
+            # next run read them again (they have no known text)
+            state = IndexState(config_key(self.types, self.embedder.key))
+            planned_ids = {p.note.note_id for p in planned}
+            for nid, old in stored.items():
+                if nid not in planned_ids and nid not in gone:
+                    state.put(_placeholder(old))
+        for nid in gone:
+            state.drop(nid)
+        for p in planned:
+            nid = p.note.note_id
+            if nid not in unwritten:
+                state.put(entry_of(p, report.issues, seen))
+                # the text mentions are searched in, kept: a new title then costs no read of every file
+                state.texts[nid] = (p.note.content_hash, f"{p.note.title}\n{p.note.body}".casefold())
+            elif nid in stored and nid not in state.entries:
+                state.put(_placeholder(stored[nid]))    # not rewritten yet: read again next time
+        if report.stopped_early:
+            # the edges of these notes were derived with notes not written yet: derive them again next time
+            state.dirty |= {p.note.note_id for p in planned}
+        else:
+            state.dirty.clear()
+        state.dirty &= state.entries.keys()
+        return state
 
     def _write_snapshot(self) -> None:
         """The retriever's in-memory mirrors as one file beside a local Qdrant folder, current with what phase 1
         wrote (`mindnet.store.snapshot`), so a server or the Python API starts in seconds. A run that wrote
-        nothing finds the snapshot current (one read of the note records) and leaves it."""
-        if snapshot.snapshot_path(self.client, self.prefix) is None:
+        nothing finds the snapshot current (one read of the note records) and leaves it; a run that found nothing
+        changed without opening Qdrant (the manifest) leaves it too."""
+        if not self.client_open or snapshot.snapshot_path(self.client, self.prefix) is None:
             return
         with self.lock:
             opened = snapshot.open_index(self.client, self.prefix)
@@ -407,6 +589,8 @@ class Importer:
 
     async def _phase2(self, report: ImportReport, *, progress: Progress | None,
                       should_stop: Callable[[], bool] | None) -> None:
+        if not self.client_open and self._state is not None and self._state.vectors_complete:
+            return      # the manifest, current by the folder's token, says every chunk has its vector
         chunks = self.names["chunks"]
         with self.lock:
             if not self.client.collection_exists(chunks):
@@ -433,6 +617,11 @@ class Importer:
             self.progress.end_embedding()
         with self.lock:
             report.vectors_missing = coll.count_without_vector(self.client, self.prefix)
+            state = self._state
+            if (report.vectors_missing == 0 and state is not None and not state.vectors_complete
+                    and self._token is not None and read_token(self.client, self.names["notes"]) == self._token):
+                state.vectors_complete = True
+                self._save_manifest(state)
         report.stopped_early = fill.stopped
         if fill.backend_error:   # the backend is down: one line for all, not one per note
             report.issues.append(Issue("warning", str(report.vault), (

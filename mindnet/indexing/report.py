@@ -31,6 +31,8 @@ class ImportReport:
     vectors_missing: int = 0       # chunks still without a dense vector (backend failed, or stopped early)
     stopped_early: bool = False    # phase 2 stopped for newer changes; the next run continues it
     mention_edges: int = 0
+    planned: str = "vault"         # "vault": every note read and linked; "changes": only changed files and
+    neighbours: int = 0            # the notes whose links or mentions they affect (this many)
     mention_sources: Counter = field(default_factory=Counter)   # note path -> mention edges it defines
     mention_common: list[tuple[str, int]] = field(default_factory=list)   # (name, notes naming it): no edge
 
@@ -87,5 +89,5 @@ class ImportReport:
             "mention_sources_top": [{"note": p, "mentions": n} for p, n in self.top_mention_sources()],
             "mention_common": [{"name": k, "notes": n} for k, n in self.mention_common],
             "seconds_phase1": round(self.seconds_phase1, 3), "vectors_missing": self.vectors_missing,
-            "stopped_early": self.stopped_early,
+            "stopped_early": self.stopped_early, "planned": self.planned, "neighbours": self.neighbours,
         }

@@ -37,6 +37,8 @@ class Note:
     body_line: int             # 1-based line of the body's first line in the file
     content_hash: str          # sha256 of the raw file bytes
     mtime: float = 0.0
+    size: int = 0              # the file's size and mtime (ns) as seen before reading it: a later change
+    mtime_ns: int = 0          # always differs from them, so an import can skip files whose stat is unchanged
     warnings: list[str] = field(default_factory=list)
     frontmatter_error: VaultError | None = None   # the frontmatter was ignored for this reason (line, fix)
 
@@ -92,7 +94,8 @@ def _json_safe(value: Any) -> Any:
     return str(value)
 
 
-def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 0.0) -> Note:
+def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 0.0, size: int = 0,
+               mtime_ns: int = 0) -> Note:
     """Parse one file's bytes. Raises VaultError (with file and line) for input that cannot become a note."""
     if not raw.strip():
         raise VaultError("file is empty", path=rel_path, line=1, hint="write some content or delete the file")
@@ -130,7 +133,7 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
         note_id=note_id, path=rel_path, title=title, type=note_type,
         aliases=as_string_list(meta.get("aliases") or meta.get("alias")), tags=tags, frontmatter=meta,
         body=body, body_line=body_line, content_hash=hashlib.sha256(raw).hexdigest(), mtime=mtime,
-        warnings=warnings, frontmatter_error=fm_error)
+        size=size, mtime_ns=mtime_ns, warnings=warnings, frontmatter_error=fm_error)
 
 
 def _read_frontmatter(text: str, rel_path: str) -> tuple[dict[str, Any], str, int, VaultError | None]:
@@ -154,7 +157,13 @@ def _ignored(exc: VaultError) -> VaultError:
 
 
 def read_regular_file(path: Path, rel: str, limit: int) -> tuple[bytes, float]:
-    """The bytes and mtime of a regular file of at most `limit` bytes. Opened without blocking and checked on
+    """The bytes and mtime of a regular file of at most `limit` bytes (`read_regular_file_stat`: and its stat)."""
+    raw, info = read_regular_file_stat(path, rel, limit)
+    return raw, info.st_mtime
+
+
+def read_regular_file_stat(path: Path, rel: str, limit: int) -> tuple[bytes, os.stat_result]:
+    """The bytes and stat of a regular file of at most `limit` bytes. Opened without blocking and checked on
     the open handle, so a FIFO or device swapped in after the scan is refused instead of hanging the read."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     with os.fdopen(fd, "rb") as handle:
@@ -169,10 +178,12 @@ def read_regular_file(path: Path, rel: str, limit: int) -> tuple[bytes, float]:
     if len(raw) > limit:     # grew after the size check
         raise VaultError(f"file is over the {limit / 1e6:.1f} MB limit", path=rel,
                          hint="split the note or raise max_file_bytes in types.yaml")
-    return raw, info.st_mtime
+    return raw, info
 
 
 def read_note(root: Path, path: Path, types: TypesConfig) -> Note:
     rel = path.relative_to(root).as_posix()
-    raw, mtime = read_regular_file(path, rel, types.max_file_bytes)
-    return parse_note(raw, rel, types, mtime=mtime)
+    # the stat comes from the open handle before reading: a write after it changes the stat, so an import that
+    # trusts an unchanged stat never keeps an older text than the file's
+    raw, info = read_regular_file_stat(path, rel, types.max_file_bytes)
+    return parse_note(raw, rel, types, mtime=info.st_mtime, size=info.st_size, mtime_ns=info.st_mtime_ns)

@@ -56,9 +56,15 @@ def _kind_of(mode: int) -> str:
 
 
 def iter_markdown_files(root: Path, exclude: list[str], issues: list[Issue] | None = None) -> Iterator[Path]:
-    """All *.md below root, sorted (a folder's files before its subfolders), skipping hidden folders/files and
-    excluded globs. Only regular files inside the vault are yielded; every other thing named *.md (a FIFO, a
-    symlink loop, a link out of the vault) and every folder that cannot be listed becomes one issue in
+    """All *.md below root (see `iter_markdown_stats`)."""
+    return (path for path, _ in iter_markdown_stats(root, exclude, issues))
+
+
+def iter_markdown_stats(root: Path, exclude: list[str], issues: list[Issue] | None = None
+                        ) -> Iterator[tuple[Path, os.stat_result]]:
+    """All *.md below root with their stat, sorted (a folder's files before its subfolders), skipping hidden
+    folders/files and excluded globs. Only regular files inside the vault are yielded; every other thing named
+    *.md (a FIFO, a symlink loop, a link out of the vault) and every folder that cannot be listed becomes one issue in
     `issues`. Symlinked folders are not followed (a link out of the vault is reported)."""
     issues = issues if issues is not None else []
     real_root = root.resolve()
@@ -97,7 +103,8 @@ def iter_markdown_files(root: Path, exclude: list[str], issues: list[Issue] | No
                     continue
                 if not is_note:
                     continue
-                mode = entry.stat().st_mode
+                info = entry.stat()
+                mode = info.st_mode
             except OSError as exc:
                 issues.append(Issue("error", rel, f"cannot be inspected ({exc.strerror or exc}); not read"))
                 continue
@@ -105,7 +112,7 @@ def iter_markdown_files(root: Path, exclude: list[str], issues: list[Issue] | No
                 # reading a FIFO would wait forever, and a device never ends
                 issues.append(Issue("error", rel, f"is {_kind_of(mode)}, not a regular file; not read"))
                 continue
-            yield path
+            yield path, info
         stack.extend(reversed(subfolders))
 
 
@@ -113,6 +120,25 @@ def _issue_from(exc: VaultError, level: str = "error") -> Issue:
     msg = str(exc)
     prefix = f"{exc.path}:{exc.line}: " if exc.line is not None else f"{exc.path}: "
     return Issue(level, exc.path or "", msg.removeprefix(prefix), exc.line)
+
+
+def load_note(root: Path, path: Path, types: TypesConfig) -> tuple[Note | None, list[Issue]]:
+    """One file as a note and its warnings, or None and the error that kept it out."""
+    rel = path.relative_to(root).as_posix()
+    try:
+        note = read_note(root, path, types)
+    except VaultError as exc:
+        return None, [_issue_from(exc)]
+    except OSError as exc:
+        return None, [Issue("error", rel, f"cannot read file: {exc}")]
+    except RecursionError:   # structure nested thousands deep: a report line, not a stack-long traceback
+        return None, [Issue("error", rel, "is nested too deeply to be read (fix: flatten its nested lists or quotes)")]
+    except Exception as exc:  # noqa: BLE001 - one unreadable note must never abort the import of the rest
+        log.exception("unexpected error reading %s", path)
+        return None, [Issue("error", rel, f"cannot be read ({type(exc).__name__}: {exc}); please report this file")]
+    problems = [_issue_from(note.frontmatter_error, "warning")] if note.frontmatter_error is not None else []
+    problems += [Issue("warning", note.path, w) for w in note.warnings]
+    return note, problems
 
 
 def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None = None
@@ -128,22 +154,9 @@ def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None 
     issues: list[Issue] = []
     by_id: dict[str, Note] = {}
     for path in iter_markdown_files(root, types.exclude, issues):
-        try:
-            note = read_note(root, path, types)
-        except VaultError as exc:
-            issues.append(_issue_from(exc))
-            continue
-        except OSError as exc:
-            issues.append(Issue("error", path.relative_to(root).as_posix(), f"cannot read file: {exc}"))
-            continue
-        except RecursionError:   # structure nested thousands deep: a report line, not a stack-long traceback
-            issues.append(Issue("error", path.relative_to(root).as_posix(),
-                                "is nested too deeply to be read (fix: flatten its nested lists or quotes)"))
-            continue
-        except Exception as exc:  # noqa: BLE001 - one unreadable note must never abort the import of the rest
-            log.exception("unexpected error reading %s", path)
-            issues.append(Issue("error", path.relative_to(root).as_posix(),
-                                f"cannot be read ({type(exc).__name__}: {exc}); please report this file"))
+        note, problems = load_note(root, path, types)
+        if note is None:
+            issues.extend(problems)
             continue
         if note.note_id in by_id:
             kept, skipped = by_id[note.note_id], note
@@ -157,8 +170,6 @@ def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None 
                 f"(fix: give one of them another 'id' in its frontmatter)", 1))
             continue
         by_id[note.note_id] = note
-        if note.frontmatter_error is not None:
-            issues.append(_issue_from(note.frontmatter_error, "warning"))
-        issues.extend(Issue("warning", note.path, w) for w in note.warnings)
+        issues.extend(problems)
         notes.append(note)
     return notes, issues
