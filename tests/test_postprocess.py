@@ -85,5 +85,6 @@ def test_aggregate_by_note(method: str, expected: list[tuple[str, float, list[st
 def test_retriever_returns_notes_when_asked() -> None:
     notes = [NoteSpec("x", [at_cos(0.9), at_cos(0.3)]), NoteSpec("y", [at_cos(0.8), at_cos(0.6)])]
     result = make_retriever(notes).search(QueryRequest(query="q", mode="semantic", aggregate="sum"))
-    assert [(h.note_id, round(h.score, 6)) for h in result.notes] == [("y", 1.4), ("x", 1.2)]
+    # cosines 0.9, 0.3 (x) and 0.8, 0.6 (y) scale over 0.3 .. 0.9: x 1.0 + 0.0, y 0.833333 + 0.5
+    assert [(h.note_id, round(h.score, 6)) for h in result.notes] == [("y", 1.333333), ("x", 1.0)]
     assert make_retriever(notes).search(QueryRequest(query="q", mode="semantic")).notes is None
