@@ -214,3 +214,54 @@ def test_a_vector_is_not_written_onto_a_chunk_rewritten_while_it_was_embedded(tm
     chunk = app.client.retrieve("t_chunks", ids=[point_id("a#c01")], with_payload=["text"], with_vectors=[DENSE])[0]
     assert chunk.payload["text"] == "zweiter Text"
     assert chunk.vector[DENSE] == app.embedder.cached_vectors(["A\n\nzweiter Text"])["A\n\nzweiter Text"]
+
+
+def test_phase_2_embeds_the_next_batch_while_it_writes_this_one(tmp_path, make_app, monkeypatch) -> None:
+    """A fast backend must not idle during the index writes: batch k+1 is already embedding when batch k is
+    written. The write of each batch waits (at most 10 s) for the next batch's embedding to begin; written one
+    after the other, it would wait in vain and record False."""
+    from mindnet.indexing import vectors
+    write_vault(tmp_path / "vault", notes(3))
+    app = make_app(embed_concurrency=1)
+    app.ingest(embed=False)                        # three chunks without vectors
+    app.embedder.batch_size = 1                    # one chunk per batch: three batches
+    began: list[threading.Event] = []
+    embed_many = vectors.Embedder.aembed_many
+
+    async def recording(self, texts, **kwargs):
+        began.append(threading.Event())
+        began[-1].set()
+        return await embed_many(self, texts, **kwargs)
+
+    update = app.client.update_vectors
+    overlapped: list[bool] = []
+
+    def writing(*args, **kwargs):
+        batch = len(overlapped)                    # 0-based batch being written
+        if batch + 1 < 3:                          # the last batch has no successor to wait for
+            deadline = time.monotonic() + 10
+            while len(began) < batch + 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            overlapped.append(len(began) >= batch + 2)
+        else:
+            overlapped.append(True)
+        return update(*args, **kwargs)
+
+    monkeypatch.setattr(vectors.Embedder, "aembed_many", recording)
+    monkeypatch.setattr(app.client, "update_vectors", writing)
+    report = app.fill_vectors()
+    assert report.vectors_missing == 0 and len(began) == 3
+    assert overlapped == [True, True, True]
+
+
+def test_phase_2_stopped_early_writes_what_it_embedded_and_starts_no_next_batch(tmp_path, make_app,
+                                                                              fake_ollama) -> None:
+    write_vault(tmp_path / "vault", notes(4))
+    app = make_app(embed_concurrency=1)
+    app.ingest(embed=False)
+    app.embedder.batch_size = 1
+    fake_ollama.clear_requests()
+    report = app.fill_vectors(should_stop=lambda: True)
+    assert fake_ollama.count("/api/embed") == 1    # one batch embedded, none started after the stop
+    assert report.vectors_missing == 3
+    assert app.fill_vectors().vectors_missing == 0

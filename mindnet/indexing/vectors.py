@@ -11,6 +11,8 @@ chunks that simply still lack a vector, and the next run fills them.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -22,7 +24,7 @@ from llama_index.core.vector_stores.utils import node_to_metadata_dict
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from mindnet.backends import Embedder
+from mindnet.backends import Embedder, EmbedOutcome
 from mindnet.indexing.node_parser import embedding_text
 from mindnet.indexing.sparse import sparse_doc_fn
 from mindnet.store import collections as coll
@@ -73,7 +75,10 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
     one round of the embedder's parallel calls). `lock` guards each read and write of the index, never
     the embedding; `should_stop()` is asked after each batch (more work arrived: the caller runs phase 1 for
     it first, then calls this again). Chunks rewritten meanwhile keep no stale vector: each write checks
-    that the chunk still holds the text that was embedded."""
+    that the chunk still holds the text that was embedded.
+
+    The next batch is embedding while this one is written (in a worker thread), so a fast backend (Ollama
+    with parallel calls) does not sit idle during the index writes."""
     lock = lock or nullcontext()
     name = coll.names(prefix)["chunks"]
     report = FillReport()
@@ -82,31 +87,53 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
         todo = [(str(p.id), p.payload or {}) for p in coll.scroll_points(
             client, name, scroll_filter=coll.WITHOUT_DENSE, fields=["title", "window", "text", "path"])]
     size = max(1, batch or embedder.batch_size * embedder.parallel)   # one round of parallel calls
-    for i in range(0, len(todo), size):
-        part = todo[i:i + size]
+    parts = [todo[i:i + size] for i in range(0, len(todo), size)]
+
+    async def embed(part: list[tuple[str, dict]]) -> tuple[dict[str, str], dict[str, str], EmbedOutcome]:
         texts = {pid: embedding_text(payload) for pid, payload in part}
         where = {texts[pid]: str(payload.get("path", "?")) for pid, payload in part}
         outcome = await embedder.aembed_many(list(texts.values()), what=lambda t, where=where: where.get(t, "?"))
-        ready = [qm.PointVectors(id=pid, vector={coll.DENSE: outcome.vectors[t]})
-                 for pid, t in texts.items() if t in outcome.vectors]
-        if not ready and len(part) > 1:   # the backend failed on every text: it is down; the next run retries
-            report.backend_error = str(next(iter(outcome.failed.values()), "no vectors returned"))
-            break
-        report.failed += [f"{where[t]}: {outcome.failed[t]}" for t in texts.values() if t in outcome.failed]
-        if ready:
-            with lock:
-                # a phase 1 may have rewritten or removed some of these chunks meanwhile (a server writes saved
-                # notes while it embeds): only chunks that still hold the embedded text get the vector
-                now = {str(p.id): embedding_text(p.payload or {}) for p in client.retrieve(
-                    name, ids=[v.id for v in ready], with_payload=["title", "window", "text"])}
-                ready = [v for v in ready if now.get(str(v.id)) == texts[str(v.id)]]
-                if ready:
-                    client.update_vectors(name, points=ready)
-        report.chunks += len(ready)
-        if progress:
-            progress(len(ready))
-        if should_stop and should_stop() and i + size < len(todo):
-            report.stopped = True
-            break
+        return texts, where, outcome
+
+    def write(ready: list[qm.PointVectors], texts: dict[str, str]) -> list[qm.PointVectors]:
+        with lock:
+            # a phase 1 may have rewritten or removed some of these chunks meanwhile (a server writes saved
+            # notes while it embeds): only chunks that still hold the embedded text get the vector
+            now = {str(p.id): embedding_text(p.payload or {}) for p in client.retrieve(
+                name, ids=[v.id for v in ready], with_payload=["title", "window", "text"])}
+            ready = [v for v in ready if now.get(str(v.id)) == texts[str(v.id)]]
+            if ready:
+                client.update_vectors(name, points=ready)
+        return ready
+
+    pending = asyncio.ensure_future(embed(parts[0])) if parts else None
+    try:
+        for k, part in enumerate(parts):
+            assert pending is not None
+            texts, where, outcome = await pending
+            pending = None
+            ready = [qm.PointVectors(id=pid, vector={coll.DENSE: outcome.vectors[t]})
+                     for pid, t in texts.items() if t in outcome.vectors]
+            if not ready and len(part) > 1:   # the backend failed on every text: it is down; the next run retries
+                report.backend_error = str(next(iter(outcome.failed.values()), "no vectors returned"))
+                break
+            last = k + 1 == len(parts)
+            stop = not last and should_stop is not None and should_stop()
+            if not last and not stop:
+                pending = asyncio.ensure_future(embed(parts[k + 1]))
+            report.failed += [f"{where[t]}: {outcome.failed[t]}" for t in texts.values() if t in outcome.failed]
+            if ready:
+                ready = await asyncio.to_thread(write, ready, texts)
+            report.chunks += len(ready)
+            if progress:
+                progress(len(ready))
+            if stop:
+                report.stopped = True
+                break
+    finally:
+        if pending is not None:   # stopped or failed early: the batch in flight is not written (its vectors
+            pending.cancel()      # still reach the embedding cache, so the next run finds them there)
+            with contextlib.suppress(BaseException):
+                await pending
     report.seconds = time.perf_counter() - start
     return report
