@@ -46,14 +46,42 @@ def chunk_id(note_id: str, index: int) -> str:
 EMBED_MAX_CHARS = 4000   # beyond what the models read (e5: 512 tokens); a pasted base64 blob costs minutes
 
 
+# Payload fields `embedding_text` reads (phase 2 reads only these from a stored chunk).
+EMBED_FIELDS = ["title", "aliases", "heading_path", "window", "text"]
+
+
 def embedding_input(node: BaseNode) -> str:
-    """What gets embedded for a chunk: the note title and the chunk's window (text with overlap), capped."""
+    """What gets embedded for a chunk: its context header (`context_header`) and window (text with overlap),
+    capped."""
     return embedding_text(node.metadata, node.get_content())
+
+
+def context_header(meta: dict[str, Any]) -> str:
+    """The chunk's place in the vault, put before its text so a chunk deep in a note still says what it is
+    about: the note title with its aliases in brackets (a name in the other language, an abbreviation), then
+    the headings above the chunk joined by " > " (the top heading when it only repeats the title is left out).
+    A note without aliases and headings (e.g. a BEIR document) gets just its title, as before."""
+    title = str(meta.get("title") or "").strip()
+    seen = {title.casefold()}
+    aliases = []
+    for alias in meta.get("aliases") or []:
+        alias = str(alias).strip()
+        if alias and alias.casefold() not in seen:
+            seen.add(alias.casefold())
+            aliases.append(alias)
+    headings = [str(h).strip() for h in meta.get("heading_path") or [] if str(h).strip()]
+    if headings and headings[0].casefold() == title.casefold():
+        headings = headings[1:]
+    lines = [f"{title} ({', '.join(aliases)})" if aliases else title]
+    if headings:
+        lines.append(" > ".join(headings))
+    return "\n".join(line for line in lines if line)
 
 
 def embedding_text(meta: dict[str, Any], content: str = "") -> str:
     """`embedding_input` from a chunk's metadata (or its stored payload, which holds the same keys)."""
-    return f"{meta.get('title', '')}\n\n{meta.get('window') or meta.get('text') or content}".strip()[:EMBED_MAX_CHARS]
+    body = meta.get("window") or meta.get("text") or content
+    return f"{context_header(meta)}\n\n{body}".strip()[:EMBED_MAX_CHARS]
 
 
 class MarkdownNoteParser(NodeParser):

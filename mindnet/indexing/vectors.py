@@ -25,7 +25,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.backends import Embedder, EmbedOutcome
-from mindnet.indexing.node_parser import embedding_text
+from mindnet.indexing.node_parser import EMBED_FIELDS, embedding_text
 from mindnet.indexing.sparse import sparse_doc_fn
 from mindnet.store import collections as coll
 
@@ -85,7 +85,7 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
     start = time.perf_counter()
     with lock:
         todo = [(str(p.id), p.payload or {}) for p in coll.scroll_points(
-            client, name, scroll_filter=coll.WITHOUT_DENSE, fields=["title", "window", "text", "path"])]
+            client, name, scroll_filter=coll.WITHOUT_DENSE, fields=[*EMBED_FIELDS, "path"])]
     size = max(1, batch or embedder.batch_size * embedder.parallel)   # one round of parallel calls
     parts = [todo[i:i + size] for i in range(0, len(todo), size)]
 
@@ -100,7 +100,7 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
             # a phase 1 may have rewritten or removed some of these chunks meanwhile (a server writes saved
             # notes while it embeds): only chunks that still hold the embedded text get the vector
             now = {str(p.id): embedding_text(p.payload or {}) for p in client.retrieve(
-                name, ids=[v.id for v in ready], with_payload=["title", "window", "text"])}
+                name, ids=[v.id for v in ready], with_payload=EMBED_FIELDS)}
             ready = [v for v in ready if now.get(str(v.id)) == texts[str(v.id)]]
             if ready:
                 client.update_vectors(name, points=ready)
