@@ -56,11 +56,19 @@ def embedding_input(node: BaseNode) -> str:
     return embedding_text(node.metadata, node.get_content())
 
 
+def heading_trail(meta: dict[str, Any]) -> str:
+    """The headings above the chunk joined by " > ", without a top heading that only repeats the title."""
+    title = str(meta.get("title") or "").strip()
+    headings = [str(h).strip() for h in meta.get("heading_path") or [] if str(h).strip()]
+    if headings and headings[0].casefold() == title.casefold():
+        headings = headings[1:]
+    return " > ".join(headings)
+
+
 def context_header(meta: dict[str, Any]) -> str:
     """The chunk's place in the vault, put before its text so a chunk deep in a note still says what it is
     about: the note title with its aliases in brackets (a name in the other language, an abbreviation), then
-    the headings above the chunk joined by " > " (the top heading when it only repeats the title is left out).
-    A note without aliases and headings (e.g. a BEIR document) gets just its title, as before."""
+    the `heading_trail`. A note without aliases and headings (e.g. a BEIR document) gets just its title."""
     title = str(meta.get("title") or "").strip()
     seen = {title.casefold()}
     aliases = []
@@ -69,13 +77,20 @@ def context_header(meta: dict[str, Any]) -> str:
         if alias and alias.casefold() not in seen:
             seen.add(alias.casefold())
             aliases.append(alias)
-    headings = [str(h).strip() for h in meta.get("heading_path") or [] if str(h).strip()]
-    if headings and headings[0].casefold() == title.casefold():
-        headings = headings[1:]
-    lines = [f"{title} ({', '.join(aliases)})" if aliases else title]
-    if headings:
-        lines.append(" > ".join(headings))
+    lines = [f"{title} ({', '.join(aliases)})" if aliases else title, heading_trail(meta)]
     return "\n".join(line for line in lines if line)
+
+
+def note_names(meta: dict[str, Any]) -> str:
+    """The note's title and aliases, one a line (BM25 tokenises them apart from the text, in their own
+    language)."""
+    title = str(meta.get("title") or "").strip()
+    return "\n".join(dict.fromkeys(n for n in [title, *(str(a).strip() for a in meta.get("aliases") or [])] if n))
+
+
+def lexical_text(meta: dict[str, Any], content: str = "") -> str:
+    """The chunk's text for BM25 (without the overlap window): its heading trail, then its text."""
+    return f"{heading_trail(meta)}\n\n{meta.get('text') or content}".strip()
 
 
 def embedding_text(meta: dict[str, Any], content: str = "") -> str:
