@@ -61,10 +61,8 @@ def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph 
     """For each (note id, breakdown): the total it may not pass and the note that sets it, or (None, None).
 
     A note lifted by the graph stays below the best hit that led to it: among the notes linking to it in the
-    subgraph, those with a higher semantic term, whose own totals are final by then (they are visited first, by
-    semantic term). When every note linking to it scores lower, the hits that led to it are already below it and
-    nothing caps it: a better hit that does not link to it did not lead to it (before, such a note was kept
-    below the best seed anyway, and its explanation named a hit that had not led there)."""
+    subgraph (else the seeds), those with a higher semantic term, whose own totals are final by then (they are
+    visited first, by semantic term)."""
     out: list[tuple[float | None, str | None]] = [(None, None)] * len(entries)
     if subgraph is None:
         return out
@@ -73,11 +71,9 @@ def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph 
     for i in order:
         note, b = entries[i]
         if b.edge_term + b.centrality_term > 0:
-            linkers = [src for src, _ in subgraph.graph.in_edges(note) if src != note] \
+            leaders = [src for src, _ in subgraph.graph.in_edges(note) if src in final and src != note] \
                 if note in subgraph.graph else []
-            # a bonus always arrives over links; without any (a caller's own subgraph) the seeds led here
-            leaders = [s for s in linkers if s in final] if linkers else \
-                [s for s in subgraph.seeds if s in final and s != note]
+            leaders = leaders or [s for s in subgraph.seeds if s in final and s != note]
             if leaders:
                 best = max(leaders, key=lambda n: (final[n], n))
                 out[i] = (final[best] - 1e-6, best)
