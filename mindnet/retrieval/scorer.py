@@ -161,7 +161,8 @@ class MindnetScorer(BaseNodePostprocessor):
             in_links=stats.in_degree.get(note_id, 0), out_links=stats.out_degree.get(note_id, 0),
             hub_factor=round(stats.spec_in(note_id), 4), pagerank_rel=round(stats.pr_rel.get(note_id, 0.0), 4),
             centrality_damping=round(stats.hub_damping(note_id), 4),
-            capped_below=(titles.get(capped_by) or capped_by) if capped_by else None)
+            capped_below=(titles.get(capped_by) or capped_by) if capped_by else None,
+            capped_below_links_here=not capped_by or subgraph.graph.has_edge(capped_by, note_id))
 
     def finish(self, node: BaseNode, breakdown: ScoreBreakdown, subgraph: Subgraph | None,
                titles: dict[str, str], capped_by: str | None = None) -> NodeWithScore:

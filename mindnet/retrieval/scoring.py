@@ -77,6 +77,8 @@ class GraphEvidence(BaseModel):
     pagerank_rel: float = Field(0.0, description="global PageRank relative to an average note (1 = average)")
     centrality_damping: float = Field(1.0, description="min(1, 1 / pagerank_rel)")
     capped_below: str | None = Field(None, description="the better hit that led here, which it may not pass")
+    capped_below_links_here: bool = Field(True, description="the capping hit links here; False: no better hit "
+                                                            "links here and the best hit above it caps it")
 
 
 class EdgeRef(BaseModel):
@@ -123,9 +125,12 @@ def graph_sentences(b: ScoreBreakdown, g: GraphEvidence) -> list[str]:
     if g.centrality_damping < 1:
         out.append(f"central in the whole vault (PageRank {g.pagerank_rel:.1f}x an average note): centrality "
                    f"damped (x{g.centrality_damping:.2f})")
-    if g.capped_below:
+    if g.capped_below and g.capped_below_links_here:
         out.append(f"graph bonus cut to {100 * b.graph_scale:.0f}%: kept below '{g.capped_below}', the better hit "
                    f"that led here")
+    elif g.capped_below:
+        out.append(f"graph bonus cut to {100 * b.graph_scale:.0f}%: kept below '{g.capped_below}', a better hit "
+                   f"(the hits linking here score lower: links from weaker hits do not lift a note over a better one)")
     return out
 
 
