@@ -84,10 +84,10 @@ def imported(tmp_path_factory):
 # ------------------------------------------------------------------ the sample vault
 
 
-def test_sample_vault_imports_30_notes_87_chunks_and_428_edges(imported) -> None:
+def test_sample_vault_imports_30_notes_88_chunks_and_434_edges(imported) -> None:
     app, report, _ = imported
-    assert (report.notes, report.new, report.chunks, report.edges) == (30, 30, 87, 428)
-    assert [len(stored(app, k, "note_id")) for k in ("notes", "chunks", "edges")] == [30, 87, 428]
+    assert (report.notes, report.new, report.chunks, report.edges) == (30, 30, 88, 434)
+    assert [len(stored(app, k, "note_id")) for k in ("notes", "chunks", "edges")] == [30, 88, 434]
 
 
 def test_sample_vault_reports_the_broken_note_the_unknown_type_and_the_unresolved_link(imported) -> None:
@@ -323,11 +323,11 @@ def test_ollama_down_midway_leaves_every_note_searchable_and_the_next_run_embeds
     monkeypatch.setattr(vectors.Embedder, "aembed_many", dies_after_the_first_batch)
     app = make_app()
     report = app.ingest()
-    missing = 87 - calls[0]
+    missing = 88 - calls[0]
     assert (report.new, report.vectors_missing, report.skipped) == (30, missing, [])
     assert report.warnings[-1].message.startswith(f"{missing} chunks are not embedded yet: ")
     assert "embedding backend ollama:nomic-embed-text failed" in report.warnings[-1].message
-    assert len(stored(app, "chunks", "chunk_id")) == 87          # phase 1 wrote every note
+    assert len(stored(app, "chunks", "chunk_id")) == 88          # phase 1 wrote every note
     fake_ollama.start()
     again = app.ingest()
     assert (again.new, again.unchanged, again.embedded_texts, again.vectors_missing) == (0, 30, missing, 0)

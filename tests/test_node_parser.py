@@ -87,13 +87,11 @@ def test_node_text_has_no_overlap_and_window_has_the_overlap(nodes) -> None:
 
 
 def test_context_header_names_the_note_and_the_section_without_repeating_the_title() -> None:
-    from mindnet.indexing.node_parser import context_header, embedding_text, lexical_text, note_names
+    from mindnet.indexing.node_parser import context_header, embedding_text
     meta = {"title": "Embeddings", "aliases": ["embeddings", "Einbettungen", " ", "text embeddings"],
             "heading_path": ["Embeddings", "Wie ich sie nutze", "Ähnlichkeit messen"], "text": "Kosinus."}
     # the alias equal to the title (any case) and the top heading repeating the title are left out
     assert context_header(meta) == "Embeddings (Einbettungen, text embeddings)\nWie ich sie nutze > Ähnlichkeit messen"
-    assert note_names(meta) == "Embeddings\nembeddings\nEinbettungen\ntext embeddings"
-    assert lexical_text(meta) == "Wie ich sie nutze > Ähnlichkeit messen\n\nKosinus."
     # a document with only a title (a BEIR corpus) embeds exactly as before: title, blank line, text
     assert embedding_text({"title": "Doc", "aliases": [], "heading_path": [], "window": "w", "text": "t"}) == "Doc\n\nw"
     assert embedding_text({"title": "", "heading_path": ["A"], "text": "t"}) == "A\n\nt"

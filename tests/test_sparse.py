@@ -193,17 +193,3 @@ def test_sparse_query_ranks_the_expected_note_first(qdrant: QdrantClient, query:
     (indices,), (values,) = sparse_query_fn([query])
     points = qdrant.query_points("notes", query=to_qdrant(indices, values), using="bm25", limit=5).points
     assert points[0].id == expected_first
-
-
-def test_note_names_are_tokenised_in_their_own_language() -> None:
-    """The English title of a German note: its words get both stems (a name has no stopwords), so an English
-    query's stem matches; tokenised with the German body, "Notes" got only the German stem."""
-    from mindnet.indexing.sparse import SparseEncoder, term_index, tokenize
-    body = "Ein Buch darüber, wie man mit einem Zettelkasten schreibt und denkt."
-    (names_apart,), _ = SparseEncoder().encode_chunks([("Smart Notes", body)])
-    (joined,), _ = SparseEncoder().encode_documents([f"Smart Notes\n\n{body}"])
-    query = term_index(tokenize("Which book is about notes?")[-1])   # English stem of "notes"
-    assert tokenize("Which book is about notes?")[-1] == "note"
-    assert query in names_apart and query not in joined
-    # the body keeps its own language: the same German stems either way
-    assert set(joined) - set(names_apart) <= {term_index(t) for t in tokenize(f"Smart Notes\n\n{body}")}

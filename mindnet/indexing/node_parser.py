@@ -81,18 +81,6 @@ def context_header(meta: dict[str, Any]) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def note_names(meta: dict[str, Any]) -> str:
-    """The note's title and aliases, one a line (BM25 tokenises them apart from the text, in their own
-    language)."""
-    title = str(meta.get("title") or "").strip()
-    return "\n".join(dict.fromkeys(n for n in [title, *(str(a).strip() for a in meta.get("aliases") or [])] if n))
-
-
-def lexical_text(meta: dict[str, Any], content: str = "") -> str:
-    """The chunk's text for BM25 (without the overlap window): its heading trail, then its text."""
-    return f"{heading_trail(meta)}\n\n{meta.get('text') or content}".strip()
-
-
 def embedding_text(meta: dict[str, Any], content: str = "") -> str:
     """`embedding_input` from a chunk's metadata (or its stored payload, which holds the same keys)."""
     body = meta.get("window") or meta.get("text") or content

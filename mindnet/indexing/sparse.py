@@ -209,19 +209,6 @@ class SparseEncoder:
             batch_values.append(values)
         return batch_indices, batch_values
 
-    def encode_chunks(self, parts: Iterable[tuple[str, str]]) -> SparseBatch:
-        """(indices, values) per (names, text) of a chunk: the note's names (title, aliases) are tokenised on
-        their own, so their language is their own (a name without stopwords yields both stems: the English
-        title of a German note matches English queries), then the text with its detected language."""
-        batch_indices: list[list[int]] = []
-        batch_values: list[list[float]] = []
-        for names, text in parts:
-            terms = tokenize(_checked([names], "names")[0]) + tokenize(_checked([text], "texts")[0])
-            indices, values = _sorted_vector(self.document_weights(terms))
-            batch_indices.append(indices)
-            batch_values.append(values)
-        return batch_indices, batch_values
-
     def encode_queries(self, texts: Iterable[str]) -> SparseBatch:
         """(indices, values) per query: 1.0 per unique term, so Qdrant's IDF x doc value sums to BM25."""
         batch_indices: list[list[int]] = []

@@ -19,14 +19,14 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
-from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.backends import Embedder, EmbedOutcome
-from mindnet.indexing.node_parser import EMBED_FIELDS, embedding_text, lexical_text, note_names
-from mindnet.indexing.sparse import DEFAULT_ENCODER
+from mindnet.indexing.node_parser import EMBED_FIELDS, embedding_text
+from mindnet.indexing.sparse import sparse_doc_fn
 from mindnet.store import collections as coll
 
 log = logging.getLogger(__name__)
@@ -38,9 +38,7 @@ def chunk_points(nodes: list[TextNode], vectors: dict[str, list[float]]) -> list
     if not nodes:
         return []
     copies = [_as_point_node(n) for n in nodes]
-    # BM25 of the note's names (title, aliases) and the chunk's heading trail and text (see sparse.encode_chunks)
-    indices, values = DEFAULT_ENCODER.encode_chunks(
-        (note_names(n.metadata), lexical_text(n.metadata, n.get_content())) for n in nodes)
+    indices, values = sparse_doc_fn([c.get_content(metadata_mode=MetadataMode.EMBED) for c in copies])
     points = []
     for node, copy, idx, val in zip(nodes, copies, indices, values, strict=True):
         vector: dict = {coll.SPARSE: qm.SparseVector(indices=idx, values=val)}
