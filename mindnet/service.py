@@ -209,8 +209,8 @@ class Mindnet:
             with self.index_lock:
                 opened = snapshot.open_index(self.client, self.settings.collection_prefix)
                 return start_file.collect(self.client, self.settings.collection_prefix, opened.data, folder)
-        except (MindnetError, OSError, ValueError) as exc:   # the next start opens Qdrant before searching
-            log.warning("could not write the start file: %s", exc)
+        except (MindnetError, OSError, ValueError, RuntimeError) as exc:   # e.g. a client closed already: the
+            log.warning("could not write the start file: %s", exc)          # next start opens Qdrant first
             return None
 
     @cached_property
