@@ -35,7 +35,7 @@ from mindnet.retrieval.results import hit_dict, result_dict
 from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 from mindnet.settings import Settings
 from mindnet.store import snapshot, start_file
-from mindnet.store.client import held_by_other, locked_error, open_client
+from mindnet.store.client import held_by_other, locked_error, open_client, release_holder
 from mindnet.store.collections import CollectionLayout, point_id
 from mindnet.store.startup_reader import StartupReader
 
@@ -471,6 +471,8 @@ class Mindnet:
         if "client" in self.__dict__:
             pending = self._collect_start_file()
             self.client.close()
+            if self._local_folder() is not None:
+                release_holder(self._local_folder())
             if pending is not None:
                 try:
                     pending.finish()

@@ -5,13 +5,20 @@ file) is never trusted: searches then wait for Qdrant, as before."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from fake_ollama import FakeOllama
 from fastapi.testclient import TestClient
+from helpers_ui import free_port
 from helpers_vault import copy_sample_vault, fake_settings
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
@@ -209,3 +216,41 @@ def test_an_import_after_the_switch_is_searched_from_qdrant(env: Settings, tmp_p
     finally:
         app.close()
     assert start_file.why_not_current(folder(env), "t") is None
+
+
+def test_mindnet_serve_leaves_a_current_start_file_when_it_stops(env: Settings, tmp_path: Path) -> None:
+    """The real server: it searches at start, imports a new note over HTTP, and on SIGTERM closes the index and
+    writes a start file that matches what Qdrant now holds."""
+    port = free_port()
+    environ = dict(os.environ, MINDNET_EMBEDDING="ollama", MINDNET_OLLAMA_URL=env.ollama_url,
+                   MINDNET_QDRANT_PATH=str(env.qdrant_path), MINDNET_CACHE_DIR=str(env.cache_dir),
+                   MINDNET_VAULT_ROOT=str(env.vault_root), MINDNET_LOG_DIR=str(tmp_path / "logs"),
+                   MINDNET_COLLECTION_PREFIX="t", MINDNET_TYPES_CONFIG=str(env.types_path),
+                   NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, "-m", "mindnet.cli", "serve", "--no-ui", "--no-watch", "--no-import",
+                             "--port", str(port)], env=environ, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(f"{url}/health", timeout=5).json()["searchable"]:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        assert httpx.post(f"{url}/query", json=QUERIES[0], timeout=60).json()["hits"], \
+            (tmp_path / "serve.log").read_text(errors="replace")
+        (Path(env.vault_root) / "concepts" / "zebrafisch.md").write_text(
+            "---\ntitle: Zebrafisch\ntype: concept\n---\nDer Zebrafisch ist ein Modellorganismus.\n")
+        assert httpx.post(f"{url}/ingest", json={}, timeout=120).status_code == 200
+        chunks = httpx.get(f"{url}/health", timeout=5).json()["collections"]["chunks"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        log.close()
+    assert start_file.why_not_current(folder(env), "t") is None, (tmp_path / "serve.log").read_text(errors="replace")
+    data = snapshot.load(start_file.snapshot_file(folder(env), "t"))
+    assert len(data.chunk_pids) == chunks and "Zebrafisch" in data.titles
+    assert len(start_file.load(folder(env), "t", data).payloads) == chunks
