@@ -147,6 +147,9 @@ class Mindnet:
 
     @cached_property
     def retriever(self) -> MindnetRetriever:
+        standing_in = self._start_file_retriever()
+        if standing_in is not None:      # searches need no Qdrant yet: it opens when something else needs it
+            return standing_in
         # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
         retriever = MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
                                                    reranker=make_reranker(self.settings), lock=self.index_lock)
@@ -156,16 +159,12 @@ class Mindnet:
         return retriever
 
     def warm(self) -> None:
-        """Open the index and the retriever's mirrors (`mindnet serve` runs it in the background at start, so
-        /health answers at once)."""
+        """Make searches ready, then open the index (`mindnet serve` runs it in the background at start, so
+        /health answers at once, and searches from the start file within about a second)."""
         self._warming = True
         try:
-            self._search_from_start_file()
-        except (MindnetError, OSError, ValueError) as exc:   # then searches wait for Qdrant, as before
-            log.warning("cannot search from the start file while the index opens: %s", exc)
-        try:
-            _ = self.client
             _ = self.retriever
+            _ = self.client
         except (MindnetError, OSError, ValueError) as exc:   # the first search reports it to the user
             if self.answering_from_start_file:   # never answer from files another process may be changing
                 self.__dict__.pop("retriever", None)
@@ -179,26 +178,36 @@ class Mindnet:
             return None
         return Path(self.settings.qdrant_path)
 
-    def _search_from_start_file(self) -> None:
-        """Before local Qdrant opens (it unpickles every point: ~20 s at 10,000 notes), answer searches from the
-        index snapshot and the start file when both match Qdrant's files exactly (mindnet.store.start_file)."""
+    def _start_file_retriever(self) -> MindnetRetriever | None:
+        """Before local Qdrant is open (it unpickles every point: ~15 s at 10,000 notes), a retriever over the
+        index snapshot and the start file, when both match Qdrant's files exactly (mindnet.store.start_file) and
+        no other process holds the folder; else None."""
         folder = self._local_folder()
-        if folder is None or self.opened or "retriever" in self.__dict__:
-            return
+        if folder is None or self.opened:
+            return None
         prefix = self.settings.collection_prefix
-        reason = start_file.why_not_current(folder, prefix)
-        if reason is not None:
-            log.info("searches wait for the index to open (%s)", reason)
-            return
-        data = snapshot.load(start_file.snapshot_file(folder, prefix))
-        reader = StartupReader(prefix, data, start_file.load(folder, prefix, data))
+        try:
+            reason = start_file.why_not_current(folder, prefix) or (
+                f"held by {holder}" if (holder := held_by_other(folder)) else None)
+            if reason is not None:
+                log.info("searches wait for the index to open (%s)", reason)
+                return None
+            data = snapshot.load(start_file.snapshot_file(folder, prefix))
+            reader = StartupReader(prefix, data, start_file.load(folder, prefix, data))
+        except (MindnetError, OSError, ValueError) as exc:   # then searches wait for Qdrant, as before
+            log.warning("cannot search from the start file: %s", exc)
+            return None
         retriever = MindnetRetriever.from_settings(self.settings, client=reader, embed_model=self.embed_model,
                                                    reranker=make_reranker(self.settings), lock=self.index_lock)
         retriever.use_data(data, "start file")
         with self._open_lock:
-            if not self.opened:
-                self.__dict__["retriever"] = retriever
-                log.info("searches answered from the start file while the index opens")
+            # the client may have opened meanwhile (another thread): search through it from the start; else
+            # publish the retriever now, so the client's opening switches it (`client`)
+            if "client" in self.__dict__:
+                retriever.attach(self.__dict__["client"])
+            self.__dict__["retriever"] = retriever
+        log.info("searches answered from the start file until the index is open")
+        return retriever
 
     def _collect_start_file(self) -> start_file.PendingStart | None:
         """What to leave as the start file for the next process (None when the one there still matches)."""

@@ -74,7 +74,7 @@ def test_closing_writes_a_start_file_that_matches_qdrant(env: Settings) -> None:
 def test_searches_from_the_start_file_equal_searches_from_qdrant(env: Settings) -> None:
     app = Mindnet(env)
     try:
-        app._search_from_start_file()
+        _ = app.retriever
         assert app.answering_from_start_file and not app.opened     # Qdrant itself is not open
         before = [hits(app, r) for r in QUERIES]
         assert all(before[:3]) and any("not embedded" not in str(h) for h in before[0])
@@ -135,8 +135,8 @@ def test_a_write_to_qdrant_since_makes_the_start_file_untrusted(env: Settings) -
     assert "Qdrant's files changed" in start_file.why_not_current(folder(env), "t")
     app = Mindnet(env)
     try:
-        app._search_from_start_file()
-        assert not app.answering_from_start_file and "retriever" not in app.__dict__
+        _ = app.retriever                                 # opens Qdrant itself
+        assert not app.answering_from_start_file and app.opened
         assert str(victim) not in {h["node_id"] for r in QUERIES for h in app.query(QueryRequest(**r))["hits"]}
     finally:
         app.close()                                      # and a clean close writes a current one again
@@ -160,8 +160,8 @@ def test_a_damaged_start_file_is_never_trusted(env: Settings, damage: str) -> No
     assert start_file.why_not_current(base, "t") is not None
     app = Mindnet(env)
     try:
-        app._search_from_start_file()
-        assert not app.answering_from_start_file
+        _ = app.retriever
+        assert not app.answering_from_start_file and app.opened
         assert hits(app, QUERIES[0])                     # from Qdrant itself
     finally:
         app.close()
@@ -205,7 +205,7 @@ def test_serve_answers_searches_while_qdrant_is_still_opening(env: Settings, mon
 def test_an_import_after_the_switch_is_searched_from_qdrant(env: Settings, tmp_path: Path) -> None:
     app = Mindnet(env)
     try:
-        app._search_from_start_file()
+        _ = app.retriever
         assert app.answering_from_start_file
         note = tmp_path / "vault" / "concepts" / "zebrafisch.md"
         note.write_text("---\ntitle: Zebrafisch\ntype: concept\n---\nDer Zebrafisch ist ein Modellorganismus.\n")
@@ -254,3 +254,24 @@ def test_mindnet_serve_leaves_a_current_start_file_when_it_stops(env: Settings, 
     data = snapshot.load(start_file.snapshot_file(folder(env), "t"))
     assert len(data.chunk_pids) == chunks and "Zebrafisch" in data.titles
     assert len(start_file.load(folder(env), "t", data).payloads) == chunks
+
+
+def test_a_one_shot_search_never_opens_qdrant_and_a_held_folder_is_not_read(env: Settings) -> None:
+    """`mindnet query` searches from the start file without opening Qdrant (nothing to wait for, nothing to
+    write at close); while another process holds the folder, the files are not read: the lock error says who."""
+    app = Mindnet(env)
+    assert app.query(QueryRequest(**QUERIES[1]))["hits"]
+    assert not app.opened
+    app.close()
+    assert start_file.why_not_current(folder(env), "t") is None
+    holder = subprocess.Popen([sys.executable, "-c", "import json,os,sys,time\n"
+                               f"open({str(folder(env) / 'mindnet.pid')!r}, 'w').write(json.dumps("
+                               "{'pid': os.getpid(), 'command': 'other', 'started': 0}))\n"
+                               "print('held', flush=True)\ntime.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        other = Mindnet(env)
+        assert other._start_file_retriever() is None
+    finally:
+        holder.kill()
+        holder.wait()
