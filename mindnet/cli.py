@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 import threading
 import time
@@ -266,19 +267,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
     warning = exposure_warning(args.host, mindnet.settings.api_token)
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
-    app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
     # Qdrant opens (local mode loads every point) and the retriever's mirrors load from the index snapshot while
-    # the server starts: /health answers at once, and the first search is warm
+    # the server starts: /health answers at once, searches are answered from the start file within a second
+    # (mindnet.store.start_file), and the first search on Qdrant itself is warm
     threading.Thread(target=mindnet.warm, name="mindnet-warm", daemon=True).start()
+    app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
     mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
     following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"
     console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs); {following}")
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again: with Python's default handler that would
+    # end the process before the `finally` below closes the index (leaving SQLite's journal and no start file)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         uvicorn.run(app, host=args.host, port=port, log_level="warning")
     finally:
         mindnet.live.stop()
+        mindnet.close()    # releases the folder and leaves a current start file for the next start
     return 0
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -299,6 +309,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     console.print(f"watching {escape(str(mindnet.settings.vault_root))} and "
                   f"{escape(str(mindnet.settings.types_path))}; Ctrl-C stops", highlight=False)
     shown = None
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)   # a service manager's stop closes the index too
     try:
         live.start()
         while True:   # Ctrl-C ends it (main reports the interruption)
