@@ -17,7 +17,15 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.retrieval.graph import EdgeIndex, GraphStats, Subgraph, expand, note_of
-from mindnet.retrieval.scoring import EdgeRef, GraphEvidence, ScoreBreakdown, capped, compute_score, explain
+from mindnet.retrieval.scoring import (
+    EdgeRef,
+    GraphEvidence,
+    ScoreBreakdown,
+    capped,
+    compute_score,
+    explain,
+    rank_key,
+)
 from mindnet.settings import RetrieverConfig, ScoringWeights, shipped_retriever
 from mindnet.store.collections import names, scroll_points
 
@@ -207,5 +215,6 @@ class MindnetScorer(BaseNodePostprocessor):
                 note_id=note_id, subgraph=subgraph)))
         scored = [self.finish(n.node, b, subgraph, titles, by)
                   for n, (b, by) in zip(nodes, self.cap(entries, subgraph), strict=True)]
-        scored.sort(key=lambda x: (-(x.score or 0.0), x.node.metadata.get("chunk_id", x.node.node_id)))
+        scored.sort(key=lambda x: (*rank_key(ScoreBreakdown(**x.node.metadata["score_breakdown"])),
+                                   x.node.metadata.get("chunk_id", x.node.node_id)))
         return scored

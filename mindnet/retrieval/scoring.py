@@ -51,6 +51,13 @@ def compute_score(*, semantic: float, retriever_weight: float, edge_bonus: float
         total=sem_term + edge_term + cent_term)
 
 
+def rank_key(b: ScoreBreakdown) -> tuple[float, float]:
+    """Sort key, best first: the total (to 9 decimals), then the semantic term. Chunks the lift cap holds below
+    the same hit tie on their total up to float noise (which differs between the start file's and Qdrant's
+    cosines); the better-matching chunk then comes first, the same from either."""
+    return -round(b.total, 9), -b.semantic_term
+
+
 def capped(b: ScoreBreakdown, ceiling: float, weights: ScoringWeights) -> ScoreBreakdown:
     """`b` with its graph bonuses scaled so the total stays at or below `ceiling` (never below the semantic
     term alone): the graph may bring a note up to the hit that led to it, not past it."""
