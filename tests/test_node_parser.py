@@ -83,7 +83,8 @@ def test_node_text_has_no_overlap_and_window_has_the_overlap(nodes) -> None:
     assert (second.text, second.metadata["text"]) == (text, text)
     assert second.metadata["window"] == f"{overlap}\n\n{text}"
     # context header: title (aliases), then the headings above the chunk; then the window
-    assert embedding_input(second) == f"Anna Beispiel (Anna B)\nAnna > Kontakt\n\n{overlap}\n\n{text}"
+    # ("Kontakt" opens the chunk's text, so the trail stops above it)
+    assert embedding_input(second) == f"Anna Beispiel (Anna B)\nAnna\n\n{overlap}\n\n{text}"
 
 
 def test_context_header_names_the_note_and_the_section_without_repeating_the_title() -> None:
@@ -95,6 +96,8 @@ def test_context_header_names_the_note_and_the_section_without_repeating_the_tit
     # a document with only a title (a BEIR corpus) embeds exactly as before: title, blank line, text
     assert embedding_text({"title": "Doc", "aliases": [], "heading_path": [], "window": "w", "text": "t"}) == "Doc\n\nw"
     assert embedding_text({"title": "", "heading_path": ["A"], "text": "t"}) == "A\n\nt"
+    # a chunk that opens with its own heading: the trail names only the headings above it
+    assert context_header({"title": "T", "heading_path": ["T", "A", "B"], "text": "### B\n\nx"}) == "T\nA"
 
 
 def test_nodes_link_source_previous_and_next(nodes) -> None:

@@ -57,11 +57,15 @@ def embedding_input(node: BaseNode) -> str:
 
 
 def heading_trail(meta: dict[str, Any]) -> str:
-    """The headings above the chunk joined by " > ", without a top heading that only repeats the title."""
+    """The headings above the chunk joined by " > ", without a top heading that only repeats the title, and
+    without the chunk's own heading when its text opens with it (the text shows it already)."""
     title = str(meta.get("title") or "").strip()
     headings = [str(h).strip() for h in meta.get("heading_path") or [] if str(h).strip()]
     if headings and headings[0].casefold() == title.casefold():
         headings = headings[1:]
+    first = str(meta.get("text") or "").lstrip().split("\n", 1)[0].lstrip("#").strip().casefold()
+    if headings and first == headings[-1].casefold():
+        headings = headings[:-1]      # the chunk opens with its own heading: the text shows it already
     return " > ".join(headings)
 
 
