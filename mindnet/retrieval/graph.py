@@ -111,6 +111,7 @@ class Subgraph:
     stats: GraphStats = field(default_factory=GraphStats.empty)
     _pagerank: dict[str, float] | None = None
     _ends: tuple[dict, dict, int] | None = None
+    _memo: dict = field(default_factory=dict)     # per-query results of the pure helpers below (linkers, ...)
 
     @property
     def notes(self) -> set[str]:
@@ -137,16 +138,21 @@ class Subgraph:
 
     def relevance(self, seed: str) -> float:
         """A seed's weight relative to the best seed (0..1)."""
-        top = max(self.seeds.values(), default=0.0)
+        top = self._memo.get("top")
+        if top is None:
+            top = self._memo["top"] = max(self.seeds.values(), default=0.0)
         return min(1.0, max(0.0, self.seeds.get(seed, 0.0) / top)) if top > 0 else 1.0
 
     def linkers(self, note_id: str) -> list[str]:
-        """Seed notes with some relevance and a link into `note_id`, most relevant first."""
+        """Seed notes with some relevance and a link into `note_id`, most relevant first (a new list)."""
         if note_id not in self.graph:
             return []
-        found = {src for src, _ in self.graph.in_edges(note_id)
-                 if self.seeds.get(src, 0.0) > 0 and src != note_id}
-        return sorted(found, key=lambda s: (-self.seeds[s], s))
+        key = ("linkers", note_id)
+        if key not in self._memo:
+            found = {src for src, _ in self.graph.in_edges(note_id)
+                     if self.seeds.get(src, 0.0) > 0 and src != note_id}
+            self._memo[key] = sorted(found, key=lambda s: (-self.seeds[s], s))
+        return list(self._memo[key])
 
     def edge_bonus(self, note_id: str) -> float:
         """B_edge (see the module docstring): each linking seed counts once, by its strongest edge, weighted by
@@ -163,7 +169,9 @@ class Subgraph:
     @property
     def relevant_seeds(self) -> int:
         """K: the seeds with some semantic evidence (a seed scoring 0 is no hit)."""
-        return max(1, sum(w > 0 for w in self.seeds.values()))
+        if "k" not in self._memo:
+            self._memo["k"] = max(1, sum(w > 0 for w in self.seeds.values()))
+        return self._memo["k"]
 
     def expected_linkers(self, note_id: str) -> float:
         """How many of the seeds would link here by chance: K x the share of all notes that link here."""
