@@ -90,12 +90,16 @@ class PackedStrings:
     def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
         self._data = blob.tobytes()
         self._offsets = offsets
+        # indexing a memoryview gives Python ints (a numpy scalar per index costs ~10x more; expansions decode
+        # hundreds of edges per query)
+        self._at = memoryview(np.ascontiguousarray(offsets, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
     def __getitem__(self, i: int) -> str:
-        return self._data[int(self._offsets[i]):int(self._offsets[i + 1])].decode()
+        at = self._at
+        return self._data[at[i]:at[i + 1]].decode()
 
 
 # ---------------------------------------------------------------------- PageRank on CSR arrays
