@@ -221,3 +221,21 @@ def test_lazily_decoded_edges_equal_the_decoded_ones(seed: int, caps: FanOut) ->
         strongest[pair] = max(strongest.get(pair, -1.0), float(e["confidence"]))
     assert {(a, b): d["confidence"] for a, b, d in lazy.graph.edges(data=True)} == strongest
     assert lazy.edges == decoded
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_pagerank_with_scipys_kernel_equals_the_public_product_bit_for_bit(seed: int, monkeypatch) -> None:
+    import numpy as np
+
+    import mindnet.store.snapshot as snapshot
+    rng = np.random.default_rng(seed)
+    n = 300
+    pairs = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, n, 700), rng.integers(0, n, 700), strict=True)
+                    if a != b})
+    src, dst = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
+    weight, restart = rng.random(len(pairs)), rng.random(n) * (rng.random(n) < 0.05)
+    restart[0] = 1.0
+    fast = snapshot.pagerank(n, src, dst, weight, personalization=restart)
+    assert snapshot._csr_matvec is not None     # this scipy has the kernel, so the fast path ran
+    monkeypatch.setattr(snapshot, "_csr_matvec", None)
+    assert np.array_equal(fast, snapshot.pagerank(n, src, dst, weight, personalization=restart))
