@@ -125,8 +125,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         report = check_index(app.client, settings.collection_prefix)
     finally:
-        app.close()
+        app.close()      # a clean close leaves a current start file (searches while the index opens)
     data = report.as_dict()
+    if not settings.qdrant_url:      # Qdrant's files are final only after the close
+        from mindnet.store.start_file import why_not_current
+        data["start_file"] = why_not_current(Path(settings.qdrant_path), settings.collection_prefix) or "current"
     if args.json:
         console.print_json(json.dumps(data))
     else:
@@ -138,6 +141,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         console.print(f"unresolved links: {len(data['unresolved'])}")
         if data["snapshot"] in ("stale", "missing", "corrupt"):
             console.print(f"index snapshot: {data['snapshot']} (rebuilt from Qdrant when the index is next opened)")
+        if data.get("start_file", "current") != "current":
+            console.print(f"start file: {escape(data['start_file'])} (searches wait for Qdrant to open until the "
+                          f"next clean close writes it)")
         if data["unembedded"]:
             console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
                           f"`mindnet ingest` or a running server adds their vectors)")

@@ -5,6 +5,7 @@ file) is never trusted: searches then wait for Qdrant, as before."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -218,15 +219,30 @@ def test_an_import_after_the_switch_is_searched_from_qdrant(env: Settings, tmp_p
     assert start_file.why_not_current(folder(env), "t") is None
 
 
+def _environ(env: Settings, tmp_path: Path) -> dict[str, str]:
+    return dict(os.environ, MINDNET_EMBEDDING="ollama", MINDNET_OLLAMA_URL=env.ollama_url,
+                MINDNET_QDRANT_PATH=str(env.qdrant_path), MINDNET_CACHE_DIR=str(env.cache_dir),
+                MINDNET_VAULT_ROOT=str(env.vault_root), MINDNET_LOG_DIR=str(tmp_path / "logs"),
+                MINDNET_COLLECTION_PREFIX="t", MINDNET_TYPES_CONFIG=str(env.types_path),
+                NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+
+
+def test_check_says_whether_the_start_file_is_current(env: Settings, tmp_path: Path) -> None:
+    def check() -> dict:
+        out = subprocess.run([sys.executable, "-m", "mindnet.cli", "check", "--json"], env=_environ(env, tmp_path),
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        return json.loads(out.stdout)
+    assert check()["start_file"] == "current"
+    start_file.payloads_path(folder(env), "t").write_bytes(b"{}")     # damaged: check rewrites it at its close
+    assert start_file.why_not_current(folder(env), "t") == "the start file's payloads changed"
+    assert check()["start_file"] == "current"
+
+
 def test_mindnet_serve_leaves_a_current_start_file_when_it_stops(env: Settings, tmp_path: Path) -> None:
     """The real server: it searches at start, imports a new note over HTTP, and on SIGTERM closes the index and
     writes a start file that matches what Qdrant now holds."""
     port = free_port()
-    environ = dict(os.environ, MINDNET_EMBEDDING="ollama", MINDNET_OLLAMA_URL=env.ollama_url,
-                   MINDNET_QDRANT_PATH=str(env.qdrant_path), MINDNET_CACHE_DIR=str(env.cache_dir),
-                   MINDNET_VAULT_ROOT=str(env.vault_root), MINDNET_LOG_DIR=str(tmp_path / "logs"),
-                   MINDNET_COLLECTION_PREFIX="t", MINDNET_TYPES_CONFIG=str(env.types_path),
-                   NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    environ = _environ(env, tmp_path)
     log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen([sys.executable, "-m", "mindnet.cli", "serve", "--no-ui", "--no-watch", "--no-import",
                              "--port", str(port)], env=environ, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
