@@ -73,7 +73,7 @@ __all__ = ["PIPELINE_VERSION", "Importer", "ImportReport", "PlannedNote", "chunk
            "edges_fingerprint", "note_fingerprint", "plan_vault"]
 
 log = logging.getLogger(__name__)
-BATCH_NOTES = 64            # notes embedded together (the embedder batches and parallelises), then written
+BATCH_NOTES = 32            # notes written in one step; a save waits for at most one step of a running import
 Progress = Callable[[int, int, str], None]
 RECORD_FIELDS = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path", "title", "aliases"]
 
@@ -93,6 +93,15 @@ def _placeholder(record: dict) -> NoteEntry:
                      content_hash="", fingerprint=record.get("fingerprint", ""),
                      edges_hash=record.get("edges_hash", ""), title=record.get("title", ""),
                      aliases=list(record.get("aliases") or []), links=[], named=[])
+
+
+def _batches(changed: list[PlannedNote], lead: int) -> list[list[PlannedNote]]:
+    """Write batches: the `lead` notes just saved alone first (searchable after one small write, not after a
+    batch of 64 others), then BATCH_NOTES at a time."""
+    lead = min(lead, BATCH_NOTES)
+    head = [changed[:lead]] if 0 < lead < len(changed) else []
+    rest = changed[len(head[0]) if head else 0:]
+    return head + [rest[i:i + BATCH_NOTES] for i in range(0, len(rest), BATCH_NOTES)]
 
 
 def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str, list[dict]]:
@@ -141,6 +150,9 @@ class Importer:
         self.manifest = manifest          # where the state is kept between processes (None: in memory only)
         self._state: IndexState | None = None   # what the index holds, as this importer last left it
         self._token: str | None = None          # the notes collection's token that goes with `_state`
+        # the plans of `_state.unwritten`: notes a run planned but stopped before writing (newer saves went
+        # first); the next run writes them after its own notes, without reading or linking them again
+        self._backlog: dict[str, PlannedNote] = {}
         self._dim: int | None = None            # the backend's vector size, asked once per importer
 
     def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None) -> list[PlannedNote]:
@@ -184,7 +196,7 @@ class Importer:
         if self._state is not None and self._token == token and self._state.config_key == key:
             return self._state
         state = IndexState.load(self.manifest, token, key) if self.manifest else None
-        self._state, self._token = state, (token if state else None)
+        self._state, self._token, self._backlog = state, (token if state else None), {}
         return state
 
     def _offline_state(self) -> IndexState | None:
@@ -197,7 +209,7 @@ class Importer:
             return None
         state = IndexState.load(self.manifest, token, key)
         if state is not None:
-            self._state, self._token = state, token
+            self._state, self._token, self._backlog = state, token, {}
         return state
 
     def _commit(self, state: IndexState) -> None:
@@ -405,7 +417,7 @@ class Importer:
             await self._write_plan(vault, report, plan, state, full=full, progress=progress,
                                    should_stop=should_stop, first=first, seen=seen)
         except BaseException:
-            self._state = None    # the token stays cleared: the next run plans the whole vault
+            self._state, self._backlog = None, {}   # the token stays cleared: the next run plans the whole vault
             raise
         report.seconds_phase1 = time.perf_counter() - start1
 
@@ -457,6 +469,14 @@ class Importer:
             # version
             gone = [nid for nid, old in stored.items()
                     if nid not in current and not skipped_now(old.get("path", ""), report.skipped)]
+        # the notes an earlier run planned and did not write (it yielded to newer saves), unless planned again
+        # now or gone: written after this run's own notes, their stored records read when their turn comes
+        planned_ids = {p.note.note_id for p in planned}
+        backlog = [p for nid, p in self._backlog.items() if nid not in planned_ids and nid not in set(gone)] \
+            if plan is not None else []
+        changed += backlog
+        changed_ids |= {p.note.note_id for p in backlog}
+        known = set(planned_ids)     # notes whose stored record (or its absence) is in `stored`
         if changed or relinked or gone or not complete:
             with self.lock:
                 if complete:
@@ -491,8 +511,11 @@ class Importer:
 
         self.progress.update(notes_to_write=len(changed))
         done = 0
-        for i in range(0, len(changed), BATCH_NOTES):
-            batch = changed[i:i + BATCH_NOTES]
+        for batch in _batches(changed, sum(p.note.path in first for p in changed)):
+            if unknown := [p.note.note_id for p in batch if p.note.note_id not in known]:
+                with self.lock:
+                    stored.update(self._records(unknown))
+                known.update(unknown)
             self._write_changed(batch, stored, report)
             done += len(batch)
             self.progress.update(notes_written=done)
@@ -511,7 +534,8 @@ class Importer:
             state_vectors = bool(state and state.vectors_complete)
         written = {p.note.note_id for p in changed[:done]}
         unwritten = changed_ids - written
-        state = self._settle(state, planned, stored, gone, unwritten, report, seen)
+        state = self._settle(state, planned, stored, gone, unwritten, report, seen, known)
+        self._backlog = {p.note.note_id: p for p in changed[done:]}
         state.vectors_complete = state_vectors
         if plan is None or changed or relinked or gone or plan.touched:
             self._commit(state)
@@ -548,8 +572,10 @@ class Importer:
                 log.warning("could not write the import manifest %s (%s)", self.manifest, exc)
 
     def _settle(self, state: IndexState | None, planned: list[PlannedNote], stored: dict[str, dict],
-                gone: list[str], unwritten: set[str], report: ImportReport, seen: int) -> IndexState:
-        """The state after this run's writes: an entry per note the index holds, as it holds it."""
+                gone: list[str], unwritten: set[str], report: ImportReport, seen: int, known: set[str]
+                ) -> IndexState:
+        """The state after this run's writes: an entry per note of the vault as the index holds it or, for the
+        notes not written yet (`unwritten`, the next run writes them from the backlog), as it will."""
         if state is None:
             # a whole-vault plan: indexed notes it could not read keep their records; an entry that makes the
             # next run read them again (they have no known text)
@@ -562,18 +588,20 @@ class Importer:
             state.drop(nid)
         for p in planned:
             nid = p.note.note_id
+            state.put(entry_of(p, report.issues, seen))
+            # the text mentions are searched in, kept: a new title then costs no read of every file
+            state.texts[nid] = (p.note.content_hash, f"{p.note.title}\n{p.note.body}".casefold())
+        for nid in unwritten:
+            if nid in known:    # what the index still holds for it (a manifest saved now keeps that)
+                state.unwritten[nid] = _placeholder(stored[nid]) if nid in stored else None
+            else:               # a backlog note whose record this run did not read: as the earlier run saw it
+                state.unwritten.setdefault(nid, None)
+        for nid in list(state.unwritten):
             if nid not in unwritten:
-                state.put(entry_of(p, report.issues, seen))
-                # the text mentions are searched in, kept: a new title then costs no read of every file
-                state.texts[nid] = (p.note.content_hash, f"{p.note.title}\n{p.note.body}".casefold())
-            elif nid in stored and nid not in state.entries:
-                state.put(_placeholder(stored[nid]))    # not rewritten yet: read again next time
-        if report.stopped_early:
-            # the edges of these notes were derived with notes not written yet: derive them again next time
-            state.dirty |= {p.note.note_id for p in planned}
-        else:
-            state.dirty.clear()
-        state.dirty &= state.entries.keys()
+                del state.unwritten[nid]
+        # every planned note's edges are as they will be once the backlog is written; a manifest saved while
+        # notes are unwritten marks the others for new edges (`IndexState.save`)
+        state.dirty.clear()
         return state
 
     def _write_snapshot(self) -> None:
