@@ -140,12 +140,13 @@ def test_serve_on_a_never_imported_vault_answers_while_it_embeds(tmp_path, fake_
 
 def test_kill_9_in_phase_2_then_a_rerun_leaves_a_correct_index(tmp_path, make_app, fake_ollama) -> None:
     write_vault(tmp_path / "vault", notes(40))
-    fake_ollama.latency = 0.5
+    fake_ollama.latency = 2.0                      # 3 calls of 16 texts, one at a time: 6 s of embedding
     proc = subprocess.Popen([sys.executable, "-m", "mindnet.cli", "ingest", "--json"],
                             env=_env(tmp_path, fake_ollama.url), cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + WAIT
-    while fake_ollama.count("/api/embed") < 2 and time.monotonic() < deadline:   # probe, then phase 2
+    # phase 1 ends with the index snapshot written; the embedding (begun beside phase 1) goes on
+    while not (tmp_path / "qdrant" / "mindnet-mindnet.snapshot.npz").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)

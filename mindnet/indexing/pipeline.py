@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -63,7 +64,7 @@ from mindnet.indexing.state import (
     read_token,
     write_token,
 )
-from mindnet.indexing.vectors import afill_vectors, chunk_points
+from mindnet.indexing.vectors import FillReport, VectorFeed, afeed_vectors, afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
 from mindnet.store import snapshot
@@ -119,6 +120,43 @@ def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str
     return {"notes": notes, "chunks": chunks, "edges": edges}
 
 
+class EmbeddingWorker:
+    """Phase 2 beside phase 1: a thread embedding the chunks phase 1 hands over (`VectorFeed`) as it writes
+    them, so the backend works while phase 1 plans and writes the rest. Phase 1 never waits for it; `finish()`
+    (after phase 1) lets it embed what is queued and returns its `FillReport`."""
+
+    def __init__(self, importer: Importer) -> None:
+        self.feed = VectorFeed()
+        self._importer = importer
+        self._result: FillReport | None = None
+        importer.progress.begin_embedding(0, 0)     # counts what phase 1 hands over
+        self._thread = threading.Thread(target=self._run, name="mindnet-embed-beside", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        imp = self._importer
+
+        def advance(n: int) -> None:
+            imp.progress.embedded(n)
+            imp.on_embedded()
+
+        try:
+            # the client is asked for only once phase 1 has written chunks (it opens it)
+            self._result = asyncio.run(afeed_vectors(lambda: imp.client, imp.prefix, imp.embedder, self.feed,
+                                                     lock=imp.lock, progress=advance))
+        except Exception as exc:  # noqa: BLE001 - the chunks keep no vector; phase 2 after phase 1 retries
+            log.warning("embedding beside phase 1 stopped: %s", exc)
+            self._result = FillReport(backend_error=str(exc))
+        finally:
+            self.feed.close()
+
+    def finish(self) -> FillReport:
+        self.feed.close()
+        self._thread.join()
+        self._importer.progress.end_embedding()
+        return self._result or FillReport()
+
+
 class Importer:
     """The incremental vault import: notes, chunks and edges into the three collections; unchanged notes cost
     nothing, deleted notes leave nothing behind, one bad file is a report line. Usually built for you by
@@ -143,7 +181,7 @@ class Importer:
         self.parser = MarkdownNoteParser.from_config(types)
         # a server shares the one local Qdrant client with its searches: each write step takes `lock`, so a
         # search runs between two batches (and sees every note written so far) instead of after the import
-        self.lock = lock or nullcontext()
+        self.lock = lock or threading.RLock()   # also between phase 1 and an embedding worker beside it
         self.progress = progress or ImportProgress()
         self.on_written = on_written or (lambda: None)     # notes, chunks or edges changed
         self.on_embedded = on_embedded or (lambda: None)   # dense vectors were added
@@ -154,9 +192,24 @@ class Importer:
         # first); the next run writes them after its own notes, without reading or linking them again
         self._backlog: dict[str, PlannedNote] = {}
         self._dim: int | None = None            # the backend's vector size, asked once per importer
+        self._feed: VectorFeed | None = None    # during a run with an embedding worker beside phase 1
+        self._fed: set[str] = set()             # notes whose texts this run handed to it
+        self.overlap = True     # `run(embed=True)` embeds beside phase 1 (False: after it; benchmarks compare)
 
-    def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None) -> list[PlannedNote]:
-        return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners)
+    def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None,
+             on_planned: Callable[[PlannedNote], None] | None = None) -> list[PlannedNote]:
+        return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners,
+                          on_planned=on_planned)
+
+    def _hand_over(self, notes: list[PlannedNote], *, cached: dict[str, list[float]] | None = None) -> None:
+        """The texts of these notes' chunks (those without a cached vector) to the embedding beside phase 1."""
+        if self._feed is None:
+            return
+        items = [(coll.point_id(n.node_id), text, p.note.path) for p in notes if p.note.note_id not in self._fed
+                 for n in p.nodes if (text := embedding_input(n)) not in (cached or {})]
+        self._fed.update(p.note.note_id for p in notes)
+        self._feed.put(items)
+        self.progress.queued(len(items))
 
     @property
     def client(self) -> QdrantClient:
@@ -299,6 +352,7 @@ class Importer:
                     self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
             self._write_edges([(p, stored.get(p.note.note_id)) for p in batch])
             self._write_notes(batch)
+        self._hand_over(batch, cached=cached)    # those not handed over while planning
         for p in batch:
             old = stored.get(p.note.note_id)
             if old is None:
@@ -359,7 +413,7 @@ class Importer:
 
     async def arun(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
                    should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
-                   embed: bool = True) -> ImportReport:
+                   embed: bool = True, feed: VectorFeed | None = None) -> ImportReport:
         """Phase 1 (notes, chunks, edges; no model), then, with `embed`, phase 2 (dense vectors, cache first).
         Notes at the paths in `first` are written first. `should_stop()` is asked between batches of either
         phase: when it says yes, the run ends early and the next run continues where this one stopped."""
@@ -367,6 +421,10 @@ class Importer:
         calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
         self.progress.start()
         report = ImportReport(vault=str(vault))
+        # phase 2 begins beside phase 1: a worker embeds the chunks of the notes already written
+        worker = EmbeddingWorker(self) if embed and self.overlap and feed is None else None
+        self._feed = feed or (worker.feed if worker else None)
+        self._fed = set()
         try:
             # a rebuild drops the index: searches wait for its phase 1 instead of finding it half empty
             with self.lock if full else nullcontext():
@@ -375,11 +433,18 @@ class Importer:
         except BaseException:
             self.progress.end_notes(failed=True)
             raise
+        finally:
+            self._feed = None
+            if worker is not None:
+                worker.feed.close()
         self.progress.end_notes()
         if not report.stopped_early:      # a newer run is about to write again: it writes the snapshot
             self._write_snapshot()
+        skip: set[str] = set()
+        if worker is not None:
+            skip = self.beside_issues(report, await asyncio.to_thread(worker.finish))
         if embed and not report.stopped_early:
-            await self._phase2(report, progress=progress, should_stop=should_stop)
+            await self._phase2(report, progress=progress, should_stop=should_stop, skip=skip)
         report.embedding_calls = self.embedder.calls - calls0
         report.embedded_texts = self.embedder.embedded - texts0
         report.seconds_embedding = self.embedder.seconds - backend0
@@ -441,7 +506,12 @@ class Importer:
             with self.lock:
                 indexed = all(self.client.collection_exists(n) for n in self.names.values())
                 before = self.stored_notes() if indexed else {}
-            planned = self.plan(vault, report, owners={nid: old.get("path", "") for nid, old in before.items()})
+            def hand_over(p: PlannedNote) -> None:   # a note to write: its texts are embedded while we plan on
+                if before.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint:
+                    self._hand_over([p])
+
+            planned = self.plan(vault, report, owners={nid: old.get("path", "") for nid, old in before.items()},
+                                on_planned=hand_over if self._feed is not None else None)
             total = len(planned)
             if full:
                 # ask the backend first: a rebuild that cannot embed must not have dropped the index
@@ -616,7 +686,7 @@ class Importer:
         log.info("index snapshot %s in %.2f s", opened.status, opened.seconds)
 
     async def _phase2(self, report: ImportReport, *, progress: Progress | None,
-                      should_stop: Callable[[], bool] | None) -> None:
+                      should_stop: Callable[[], bool] | None, skip: set[str] | frozenset = frozenset()) -> None:
         if not self.client_open and self._state is not None and self._state.vectors_complete:
             return      # the manifest, current by the folder's token, says every chunk has its vector
         chunks = self.names["chunks"]
@@ -640,6 +710,7 @@ class Importer:
 
         try:
             fill = await afill_vectors(self.client, self.prefix, self.embedder, lock=self.lock, progress=advance,
+                                       skip=skip,
                                        should_stop=should_stop)
         finally:
             self.progress.end_embedding()
@@ -651,9 +722,22 @@ class Importer:
                 state.vectors_complete = True
                 self._save_manifest(state)
         report.stopped_early = fill.stopped
+        self.fill_issues(report, fill)
+
+    def beside_issues(self, report: ImportReport, fill: FillReport) -> set[str]:
+        """The report lines of the embedding beside phase 1 (the backend down is reported by the phase 2 that
+        follows, which tries again); the chunks it failed on, which that phase 2 leaves alone."""
+        if not fill.backend_error:
+            self.fill_issues(report, fill)
+        return fill.failed_ids
+
+    @staticmethod
+    def fill_issues(report: ImportReport, fill: FillReport) -> None:
+        """The report lines of a phase 2 run: the backend down, or the chunks it failed on, by note."""
         if fill.backend_error:   # the backend is down: one line for all, not one per note
+            missing = f"{report.vectors_missing} chunks" if report.vectors_missing else "some chunks"
             report.issues.append(Issue("warning", str(report.vault), (
-                f"{report.vectors_missing} chunks are not embedded yet: {fill.backend_error}; they are found by "
+                f"{missing} are not embedded yet: {fill.backend_error}; they are found by "
                 f"keywords and links; run the import again when the embedding backend is back")))
             return
         by_note: dict[str, list[str]] = {}
@@ -666,16 +750,17 @@ class Importer:
 
     def run(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
             should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
-            embed: bool = True) -> ImportReport:
+            embed: bool = True, feed: VectorFeed | None = None) -> ImportReport:
         return asyncio.run(self.arun(vault, full=full, progress=progress, should_stop=should_stop, first=first,
-                                     embed=embed))
+                                     embed=embed, feed=feed))
 
-    def fill(self, *, should_stop: Callable[[], bool] | None = None) -> ImportReport:
+    def fill(self, *, should_stop: Callable[[], bool] | None = None,
+             skip: set[str] | frozenset = frozenset()) -> ImportReport:
         """Phase 2 alone: embed the chunks still without a dense vector."""
         report = ImportReport(vault="the index")
         started = time.perf_counter()
         calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
-        asyncio.run(self._phase2(report, progress=None, should_stop=should_stop))
+        asyncio.run(self._phase2(report, progress=None, should_stop=should_stop, skip=skip))
         report.embedding_calls = self.embedder.calls - calls0
         report.embedded_texts = self.embedder.embedded - texts0
         report.seconds_embedding = self.embedder.seconds - backend0

@@ -15,6 +15,7 @@ import os
 import time
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,14 +102,20 @@ def named_in(note: Note, mentions: MentionIndex) -> list[str]:
 
 
 def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",
-               parser: MarkdownNoteParser | None = None, owners: dict[str, str] | None = None) -> list[PlannedNote]:
-    """Read, chunk and link the whole vault without touching Qdrant or an embedding model."""
+               parser: MarkdownNoteParser | None = None, owners: dict[str, str] | None = None,
+               on_planned: Callable[[PlannedNote], None] | None = None) -> list[PlannedNote]:
+    """Read, chunk and link the whole vault without touching Qdrant or an embedding model; `on_planned(p)` as
+    each note is planned (the import hands its texts to the embedding at once)."""
     parser = parser or MarkdownNoteParser.from_config(types)
     notes, issues = scan_vault(vault, types, owners=owners)
     report.issues.extend(issues)
     resolver = LinkResolver(notes)
     mentions = MentionIndex(notes, types.mentions) if types.mentions.enabled else None
-    planned = [_plan_note(note, parser, resolver, types, mentions, model_key, report.issues) for note in notes]
+    planned = []
+    for note in notes:
+        planned.append(_plan_note(note, parser, resolver, types, mentions, model_key, report.issues))
+        if on_planned is not None:
+            on_planned(planned[-1])
     report.seconds_mentions = mentions.seconds if mentions is not None else 0.0
     report.mention_common = mentions.common_names() if mentions is not None else []
     return planned

@@ -61,6 +61,11 @@ class ImportProgress:
             for key, value in values.items():
                 setattr(self, key, value)
 
+    def queued(self, n: int) -> None:
+        """Phase 1 handed `n` chunks without a vector to the embedding beside it."""
+        with self._lock:
+            self.texts_total += n
+
     def embedded(self, n: int) -> None:
         with self._lock:
             self.texts_embedded += n
