@@ -97,11 +97,15 @@ class VectorFeed:
             self._closed = True
             self._cond.notify_all()
 
-    def take(self, size: int) -> list[tuple[str, str, str]]:
-        """The next `size` chunks (fewer only once the feed is closed); [] when closed and empty."""
+    def take(self, size: int, grace: float = 0.05) -> list[tuple[str, str, str]]:
+        """Up to `size` chunks, as soon as there are any (the backend is idle meanwhile), after at most `grace`
+        seconds more for a full round; [] when closed and empty."""
         with self._cond:
-            while len(self._items) < size and not self._closed:
+            while not self._items and not self._closed:
                 self._cond.wait()
+            deadline = time.monotonic() + grace
+            while len(self._items) < size and not self._closed and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
             part, self._items = self._items[:size], self._items[size:]
             return part
 
