@@ -556,7 +556,7 @@ class Importer:
             # re-import never calls it); a size differing from the chunks collection stops here, before
             # anything is written
             if dim is None:
-                dim = self._dim = self._dim or await self.embedder.aprobe_dim()
+                dim = self._dim = self._dim or self.embedder.backend_dim or await self.embedder.aprobe_dim()
             with self.lock:
                 coll.ensure_collections(self.client, self.prefix, dim, self.layout)
         with self.lock:

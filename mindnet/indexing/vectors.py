@@ -114,15 +114,15 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
                         lock: AbstractContextManager | None = None, progress: Callable[[int], None] | None = None,
                         should_stop: Callable[[], bool] | None = None, batch: int | None = None,
                         skip: set[str] | frozenset = frozenset()) -> FillReport:
-    """Phase 2: embed every chunk that has no dense vector yet and add it, `batch` chunks at a time (default:
-    one round of the embedder's parallel calls). `lock` guards each read and write of the index, never
-    the embedding; `should_stop()` is asked after each batch (more work arrived: the caller runs phase 1 for
-    it first, then calls this again). Chunks rewritten meanwhile keep no stale vector: each write checks
-    that the chunk still holds the text that was embedded. Chunks in `skip` (point ids the backend failed on a
-    moment ago, beside phase 1) are left out.
+    """Phase 2: embed every chunk that has no dense vector yet and add it, `batch` chunks per backend call
+    (default: the embedder's batch size), its parallel calls in flight. `lock` guards each read and write of
+    the index, never the embedding; `should_stop()` is asked after each batch (more work arrived: the caller
+    runs phase 1 for it first, then calls this again). Chunks rewritten meanwhile keep no stale vector: each
+    write checks that the chunk still holds the text that was embedded. Chunks in `skip` (point ids the
+    backend failed on a moment ago, beside phase 1) are left out.
 
-    The next batch is embedding while this one is written (in a worker thread), so a fast backend (Ollama
-    with parallel calls) does not sit idle during the index writes."""
+    The next batches are embedding while one is written (in a worker thread), so a fast backend (Ollama with
+    parallel calls) does not sit idle during the index writes."""
     lock = lock or nullcontext()
     name = coll.names(prefix)["chunks"]
     with lock:
@@ -130,7 +130,7 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
                 for p in coll.scroll_points(client, name, scroll_filter=coll.WITHOUT_DENSE,
                                             fields=["title", "window", "text", "path"])
                 if str(p.id) not in skip]
-    size = max(1, batch or embedder.batch_size * embedder.parallel)   # one round of parallel calls
+    size = max(1, batch or embedder.batch_size)   # one backend call per round
     parts = [todo[i:i + size] for i in range(0, len(todo), size)]
     parts.reverse()
 
@@ -147,10 +147,10 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
 async def afeed_vectors(client: Callable[[], QdrantClient], prefix: str, embedder: Embedder, feed: VectorFeed, *,
                         lock: AbstractContextManager | None = None, progress: Callable[[int], None] | None = None
                         ) -> FillReport:
-    """Embed the chunks `feed` hands over, one round of the embedder's parallel calls at a time, until it is
-    closed and empty (or the backend is down: the feed is closed and the chunks wait for phase 2). `client()`
-    is called at the first write."""
-    size = max(1, embedder.batch_size * embedder.parallel)
+    """Embed the chunks `feed` hands over, one backend call per round and the embedder's parallel calls in
+    flight, until it is closed and empty (or the backend is down: the feed is closed and the chunks wait for
+    phase 2). `client()` is called at the first write."""
+    size = max(1, embedder.batch_size)
 
     async def next_part() -> list[tuple[str, str, str]]:
         return await asyncio.to_thread(feed.take, size)
@@ -167,14 +167,18 @@ async def _embed_rounds(client: Callable[[], QdrantClient], name: str, embedder:
                         lock: AbstractContextManager,
                         progress: Callable[[int], None] | None, should_stop: Callable[[], bool] | None
                         ) -> FillReport:
-    """Rounds of (chunk point id, text, note path) from `next_part()` ([] ends) embedded and written, the next
-    round fetched and embedding while this one is written. A chunk not (or no longer) in the index with that
-    text gets no vector: its vector is in the embedding cache, where phase 1 finds it when it writes the chunk."""
+    """Rounds of (chunk point id, text, note path) from `next_part()` ([] ends), each one backend call, embedded
+    and written. The embedder's `parallel` rounds are in flight at once, and a new one starts as soon as one
+    returns, before its vectors are written: the backend never waits for the index writes nor for the slowest
+    call of a group. A chunk not (or no longer) in the index with that text gets no vector: its vector is in the
+    embedding cache, where phase 1 finds it when it writes the chunk."""
     report = FillReport()
     start = time.perf_counter()
+    fetching = asyncio.Lock()        # one round takes from the source at a time (in order)
 
     async def embed() -> tuple[dict[str, str], dict[str, str], EmbedOutcome] | None:
-        part = await next_part()
+        async with fetching:
+            part = await next_part()
         if not part:
             return None
         texts = {pid: text for pid, text, _ in part}
@@ -195,36 +199,48 @@ async def _embed_rounds(client: Callable[[], QdrantClient], name: str, embedder:
                 client().update_vectors(name, points=ready)
         return ready
 
-    pending: asyncio.Future | None = asyncio.ensure_future(embed())
+    depth = max(1, embedder.parallel)
+    flying: set[asyncio.Future] = set()
+    ended = False                   # the source is exhausted, the backend is down or a stop was asked for
+
+    def top_up() -> None:
+        while not ended and len(flying) < depth:
+            flying.add(asyncio.ensure_future(embed()))
+
+    top_up()
     try:
-        while pending is not None:
-            done = await pending
-            pending = None
-            if done is None:
-                break
-            texts, where, outcome = done
-            ready = [qm.PointVectors(id=pid, vector={coll.DENSE: outcome.vectors[t]})
-                     for pid, t in texts.items() if t in outcome.vectors]
-            if not ready and len(texts) > 1:  # the backend failed on every text: it is down; the next run retries
-                report.backend_error = str(next(iter(outcome.failed.values()), "no vectors returned"))
-                break
-            stop = should_stop is not None and should_stop()
-            if not stop:
-                pending = asyncio.ensure_future(embed())
-            report.failed += [f"{where[t]}: {outcome.failed[t]}" for t in texts.values() if t in outcome.failed]
-            report.failed_ids |= {pid for pid, t in texts.items() if t in outcome.failed}
-            if ready:
-                ready = await asyncio.to_thread(write, ready, texts)
-            report.chunks += len(ready)
-            if progress:
-                progress(len(ready))
-            if stop:
-                report.stopped = True
+        while flying:
+            done, _ = await asyncio.wait(flying, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                flying.discard(task)
+                result = task.result()
+                if result is None:
+                    ended = True
+                    continue
+                texts, where, outcome = result
+                ready = [qm.PointVectors(id=pid, vector={coll.DENSE: outcome.vectors[t]})
+                         for pid, t in texts.items() if t in outcome.vectors]
+                if not ready and len(texts) > 1:   # the backend failed on every text: it is down; next run retries
+                    report.backend_error = str(next(iter(outcome.failed.values()), "no vectors returned"))
+                    ended = True
+                    break
+                if should_stop is not None and should_stop():
+                    report.stopped = ended = True
+                top_up()                        # the next rounds embed while this one is written
+                report.failed += [f"{where[t]}: {outcome.failed[t]}" for t in texts.values() if t in outcome.failed]
+                report.failed_ids |= {pid for pid, t in texts.items() if t in outcome.failed}
+                if ready:
+                    ready = await asyncio.to_thread(write, ready, texts)
+                report.chunks += len(ready)
+                if progress:
+                    progress(len(ready))
+            if report.backend_error or report.stopped:
                 break
     finally:
-        if pending is not None:   # stopped or failed early: the batch in flight is not written (its vectors
-            pending.cancel()      # still reach the embedding cache, so the next run finds them there)
+        for task in flying:      # stopped or failed early: rounds in flight are not written (their vectors
+            task.cancel()        # still reach the embedding cache, so the next run finds them there)
+        for task in flying:
             with contextlib.suppress(BaseException):
-                await pending
+                await task
     report.seconds = time.perf_counter() - start
     return report
