@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+from llama_index.core.schema import TextNode
 from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
@@ -68,6 +69,7 @@ from mindnet.indexing.vectors import FillReport, VectorFeed, afeed_vectors, afil
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
 from mindnet.store import snapshot
+from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue
 
 __all__ = ["PIPELINE_VERSION", "Importer", "ImportReport", "PlannedNote", "chunk_vector_store", "dry_run_payloads",
@@ -197,17 +199,18 @@ class Importer:
         self.overlap = True     # `run(embed=True)` embeds beside phase 1 (False: after it; benchmarks compare)
 
     def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None,
-             on_planned: Callable[[PlannedNote], None] | None = None) -> list[PlannedNote]:
+             on_chunked: Callable[[Note, list[TextNode], str], None] | None = None) -> list[PlannedNote]:
         return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners,
-                          on_planned=on_planned)
+                          on_chunked=on_chunked)
 
-    def _hand_over(self, notes: list[PlannedNote], *, cached: dict[str, list[float]] | None = None) -> None:
+    def _hand_over(self, notes: list[tuple[Note, list[TextNode]]], *,
+                   cached: dict[str, list[float]] | None = None) -> None:
         """The texts of these notes' chunks (those without a cached vector) to the embedding beside phase 1."""
         if self._feed is None:
             return
-        items = [(coll.point_id(n.node_id), text, p.note.path) for p in notes if p.note.note_id not in self._fed
-                 for n in p.nodes if (text := embedding_input(n)) not in (cached or {})]
-        self._fed.update(p.note.note_id for p in notes)
+        items = [(coll.point_id(n.node_id), text, note.path) for note, nodes in notes
+                 if note.note_id not in self._fed for n in nodes if (text := embedding_input(n)) not in (cached or {})]
+        self._fed.update(note.note_id for note, _ in notes)
         self._feed.put(items)
         self.progress.queued(len(items))
 
@@ -352,7 +355,7 @@ class Importer:
                     self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
             self._write_edges([(p, stored.get(p.note.note_id)) for p in batch])
             self._write_notes(batch)
-        self._hand_over(batch, cached=cached)    # those not handed over while planning
+        self._hand_over([(p.note, p.nodes) for p in batch], cached=cached)    # not handed over while planning
         for p in batch:
             old = stored.get(p.note.note_id)
             if old is None:
@@ -506,12 +509,13 @@ class Importer:
             with self.lock:
                 indexed = all(self.client.collection_exists(n) for n in self.names.values())
                 before = self.stored_notes() if indexed else {}
-            def hand_over(p: PlannedNote) -> None:   # a note to write: its texts are embedded while we plan on
-                if before.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint:
-                    self._hand_over([p])
+            def hand_over(note: Note, nodes: list[TextNode], fingerprint: str) -> None:
+                # a note to write: its texts are embedded while the vault is read and linked on
+                if before.get(note.note_id, {}).get("fingerprint") != fingerprint:
+                    self._hand_over([(note, nodes)])
 
             planned = self.plan(vault, report, owners={nid: old.get("path", "") for nid, old in before.items()},
-                                on_planned=hand_over if self._feed is not None else None)
+                                on_chunked=hand_over if self._feed is not None else None)
             total = len(planned)
             if full:
                 # ask the backend first: a rebuild that cannot embed must not have dropped the index
