@@ -76,7 +76,7 @@ __all__ = ["PIPELINE_VERSION", "Importer", "ImportReport", "PlannedNote", "chunk
            "edges_fingerprint", "note_fingerprint", "plan_vault"]
 
 log = logging.getLogger(__name__)
-BATCH_NOTES = 32            # notes written in one step; a save waits for at most one step of a running import
+BATCH_NOTES = 16            # notes written in one step; a save waits for at most one step of a running import
 Progress = Callable[[int, int, str], None]
 RECORD_FIELDS = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path", "title", "aliases"]
 
@@ -100,7 +100,7 @@ def _placeholder(record: dict) -> NoteEntry:
 
 def _batches(changed: list[PlannedNote], lead: int) -> list[list[PlannedNote]]:
     """Write batches: the `lead` notes just saved alone first (searchable after one small write, not after a
-    batch of 64 others), then BATCH_NOTES at a time."""
+    whole batch of others), then BATCH_NOTES at a time."""
     lead = min(lead, BATCH_NOTES)
     head = [changed[:lead]] if 0 < lead < len(changed) else []
     rest = changed[len(head[0]) if head else 0:]
@@ -355,7 +355,10 @@ class Importer:
                     self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
             self._write_edges([(p, stored.get(p.note.note_id)) for p in batch])
             self._write_notes(batch)
-        self._hand_over([(p.note, p.nodes) for p in batch], cached=cached)    # not handed over while planning
+        if self._feed is not None:
+            self._hand_over([(p.note, p.nodes) for p in batch], cached=cached)   # not handed over while planning
+        else:       # a server's vector worker embeds them: its progress counts them
+            self.progress.queued(sum(coll.DENSE not in (pt.vector or {}) for pt in points))
         for p in batch:
             old = stored.get(p.note.note_id)
             if old is None:

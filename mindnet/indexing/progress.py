@@ -62,7 +62,8 @@ class ImportProgress:
                 setattr(self, key, value)
 
     def queued(self, n: int) -> None:
-        """Phase 1 handed `n` chunks without a vector to the embedding beside it."""
+        """Phase 1 wrote `n` chunks without a vector (the embedding beside it, or the next phase 2, embeds
+        them)."""
         with self._lock:
             self.texts_total += n
 

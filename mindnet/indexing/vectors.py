@@ -229,11 +229,12 @@ async def _embed_rounds(client: Callable[[], QdrantClient], name: str, embedder:
                 top_up()                        # the next rounds embed while this one is written
                 report.failed += [f"{where[t]}: {outcome.failed[t]}" for t in texts.values() if t in outcome.failed]
                 report.failed_ids |= {pid for pid, t in texts.items() if t in outcome.failed}
+                embedded = len(ready)     # (a chunk phase 1 has not written yet takes its vector from the cache)
                 if ready:
                     ready = await asyncio.to_thread(write, ready, texts)
                 report.chunks += len(ready)
                 if progress:
-                    progress(len(ready))
+                    progress(embedded)
             if report.backend_error or report.stopped:
                 break
     finally:
