@@ -27,6 +27,7 @@ from mindnet.errors import (
     DraftError,
     EmptyIndexError,
     ImportRunningError,
+    IndexOpeningError,
     InputTooLargeError,
     LLMUnavailableError,
     MindnetError,
@@ -43,7 +44,8 @@ log = logging.getLogger(__name__)
 
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
-    EmptyIndexError: 409, ImportRunningError: 409, InputTooLargeError: 413, NoteNotFoundError: 404,
+    EmptyIndexError: 409, ImportRunningError: 409, IndexOpeningError: 503, InputTooLargeError: 413,
+    NoteNotFoundError: 404,
 }
 
 
@@ -132,6 +134,8 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
         importing = m.importing
         counts = m.last_counts if importing else await asyncio.to_thread(m.counts, wait=False)
         body = {"status": "ok", "importing": importing, "opening": m.opening,
+                "searchable": m.searchable, "searching_from": "start file" if m.answering_from_start_file else
+                ("index" if m.opened else None),
                 "counts_from": "last complete import" if importing else "index", "collections": counts,
                 "embedding": m.settings.embedding, "vault": Path(m.settings.vault_root).name}
         # the running (or last) import: phase, notes, texts embedded / total, texts/s, ETA (mindnet.indexing.progress)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 import threading
 import time
@@ -124,8 +125,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         report = check_index(app.client, settings.collection_prefix)
     finally:
-        app.close()
+        app.close()      # a clean close leaves a current start file (searches while the index opens)
     data = report.as_dict()
+    if not settings.qdrant_url:      # Qdrant's files are final only after the close
+        from mindnet.store.start_file import why_not_current
+        data["start_file"] = why_not_current(Path(settings.qdrant_path), settings.collection_prefix) or "current"
     if args.json:
         console.print_json(json.dumps(data))
     else:
@@ -137,6 +141,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         console.print(f"unresolved links: {len(data['unresolved'])}")
         if data["snapshot"] in ("stale", "missing", "corrupt"):
             console.print(f"index snapshot: {data['snapshot']} (rebuilt from Qdrant when the index is next opened)")
+        if data.get("start_file", "current") != "current":
+            console.print(f"start file: {escape(data['start_file'])} (searches wait for Qdrant to open until the "
+                          f"next clean close writes it)")
         if data["unembedded"]:
             console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
                           f"`mindnet ingest` or a running server adds their vectors)")
@@ -266,19 +273,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
     warning = exposure_warning(args.host, mindnet.settings.api_token)
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
-    app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
     # Qdrant opens (local mode loads every point) and the retriever's mirrors load from the index snapshot while
-    # the server starts: /health answers at once, and the first search is warm
+    # the server starts: /health answers at once, searches are answered from the start file within a second
+    # (mindnet.store.start_file), and the first search on Qdrant itself is warm
     threading.Thread(target=mindnet.warm, name="mindnet-warm", daemon=True).start()
+    app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
     mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
     following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"
     console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs); {following}")
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again: with Python's default handler that would
+    # end the process before the `finally` below closes the index (leaving SQLite's journal and no start file)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         uvicorn.run(app, host=args.host, port=port, log_level="warning")
     finally:
         mindnet.live.stop()
+        mindnet.close()    # releases the folder and leaves a current start file for the next start
     return 0
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -299,6 +315,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     console.print(f"watching {escape(str(mindnet.settings.vault_root))} and "
                   f"{escape(str(mindnet.settings.types_path))}; Ctrl-C stops", highlight=False)
     shown = None
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)   # a service manager's stop closes the index too
     try:
         live.start()
         while True:   # Ctrl-C ends it (main reports the interruption)

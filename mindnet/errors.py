@@ -78,6 +78,10 @@ class ImportRunningError(StoreError):
     pass
 
 
+class IndexOpeningError(StoreError):
+    """A request needs local Qdrant itself while it is still opening (searches are answered from the snapshot)."""
+
+
 class QueryError(MindnetError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         self.field = field

@@ -35,8 +35,10 @@ from mindnet.retrieval.query import QueryRequest
 from mindnet.retrieval.results import hit_dict, result_dict
 from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 from mindnet.settings import Settings
-from mindnet.store.client import held_by_other, locked_error, open_client
+from mindnet.store import snapshot, start_file
+from mindnet.store.client import held_by_other, locked_error, open_client, release_holder
 from mindnet.store.collections import CollectionLayout, point_id
+from mindnet.store.startup_reader import StartupReader
 
 if TYPE_CHECKING:
     from mindnet.analysis.analyzer import Analyzer
@@ -70,6 +72,7 @@ class Mindnet:
         self.vectors_lock = threading.Lock()   # one phase 2 at a time (it may run beside a phase 1)
         self.progress = ImportProgress()
         self._wanted = threading.Event()       # another import waits for `import_lock`
+        self._warming = False                  # `warm` runs: the index is about to open
         self._importing = False
         self.live: LiveIndex | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
         self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
@@ -84,7 +87,13 @@ class Mindnet:
         # folder must be opened once (a second open of a local folder is refused)
         with self._open_lock:
             if "client" not in self.__dict__:
-                self.__dict__["client"] = self._client or open_client(self.settings)
+                client = self._client or open_client(self.settings)
+                # the retriever that answered from the start file meanwhile searches Qdrant itself from now
+                # on, before any import can write through the new client
+                standing_in = self.__dict__.get("retriever")
+                if standing_in is not None and isinstance(standing_in.client, StartupReader):
+                    standing_in.attach(client)
+                self.__dict__["client"] = client
             return self.__dict__["client"]
 
     @property
@@ -92,9 +101,19 @@ class Mindnet:
         return "client" in self.__dict__ or self._client is not None
 
     @property
+    def searchable(self) -> bool:
+        """A search is answered now: the index is open, or its start file stands in while it opens."""
+        return self.opened or "retriever" in self.__dict__
+
+    @property
+    def answering_from_start_file(self) -> bool:
+        r = self.__dict__.get("retriever")
+        return r is not None and isinstance(r.client, StartupReader)
+
+    @property
     def opening(self) -> bool:
         """The Qdrant client is being opened right now (a local folder with 500k points takes Qdrant ~25 s)."""
-        return not self.opened and self._open_lock.locked()
+        return not self.opened and (self._open_lock.locked() or self._warming)
 
     def check_free(self) -> None:
         """Raise StoreLockedError now when another mindnet process holds the local Qdrant folder (before a
@@ -129,6 +148,9 @@ class Mindnet:
 
     @cached_property
     def retriever(self) -> MindnetRetriever:
+        standing_in = self._start_file_retriever()
+        if standing_in is not None:      # searches need no Qdrant yet: it opens when something else needs it
+            return standing_in
         # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
         retriever = MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
                                                    reranker=make_reranker(self.settings), lock=self.index_lock)
@@ -138,13 +160,68 @@ class Mindnet:
         return retriever
 
     def warm(self) -> None:
-        """Open the index and the retriever's mirrors (`mindnet serve` runs it in the background at start, so
-        /health answers at once)."""
+        """Make searches ready, then open the index (`mindnet serve` runs it in the background at start, so
+        /health answers at once, and searches from the start file within about a second)."""
+        self._warming = True
         try:
-            _ = self.client
             _ = self.retriever
+            _ = self.client
         except (MindnetError, OSError, ValueError) as exc:   # the first search reports it to the user
+            if self.answering_from_start_file:   # never answer from files another process may be changing
+                self.__dict__.pop("retriever", None)
             log.warning("could not load the index mirrors at start: %s", exc)
+        finally:
+            self._warming = False
+
+    def _local_folder(self) -> Path | None:
+        """The local Qdrant folder this object opens itself, else None (a server, or a client given to it)."""
+        if self.settings.qdrant_url or self._client is not None or str(self.settings.qdrant_path) == ":memory:":
+            return None
+        return Path(self.settings.qdrant_path)
+
+    def _start_file_retriever(self) -> MindnetRetriever | None:
+        """Before local Qdrant is open (it unpickles every point: ~15 s at 10,000 notes), a retriever over the
+        index snapshot and the start file, when both match Qdrant's files exactly (mindnet.store.start_file) and
+        no other process holds the folder; else None."""
+        folder = self._local_folder()
+        if folder is None or self.opened:
+            return None
+        prefix = self.settings.collection_prefix
+        try:
+            reason = start_file.why_not_current(folder, prefix) or (
+                f"held by {holder}" if (holder := held_by_other(folder)) else None)
+            if reason is not None:
+                log.info("searches wait for the index to open (%s)", reason)
+                return None
+            data = snapshot.load(start_file.snapshot_file(folder, prefix))
+            reader = StartupReader(prefix, data, start_file.load(folder, prefix, data))
+        except (MindnetError, OSError, ValueError) as exc:   # then searches wait for Qdrant, as before
+            log.warning("cannot search from the start file: %s", exc)
+            return None
+        retriever = MindnetRetriever.from_settings(self.settings, client=reader, embed_model=self.embed_model,
+                                                   reranker=make_reranker(self.settings), lock=self.index_lock)
+        retriever.use_data(data, "start file")
+        with self._open_lock:
+            # the client may have opened meanwhile (another thread): search through it from the start; else
+            # publish the retriever now, so the client's opening switches it (`client`)
+            if "client" in self.__dict__:
+                retriever.attach(self.__dict__["client"])
+            self.__dict__["retriever"] = retriever
+        log.info("searches answered from the start file until the index is open")
+        return retriever
+
+    def _collect_start_file(self) -> start_file.PendingStart | None:
+        """What to leave as the start file for the next process (None when the one there still matches)."""
+        folder = self._local_folder()
+        if folder is None or start_file.why_not_current(folder, self.settings.collection_prefix) is None:
+            return None
+        try:
+            with self.index_lock:
+                opened = snapshot.open_index(self.client, self.settings.collection_prefix)
+                return start_file.collect(self.client, self.settings.collection_prefix, opened.data, folder)
+        except (MindnetError, OSError, ValueError, RuntimeError) as exc:   # e.g. a client closed already: the
+            log.warning("could not write the start file: %s", exc)          # next start opens Qdrant first
+            return None
 
     @cached_property
     def logs(self) -> FlywheelLogs:
@@ -267,6 +344,9 @@ class Mindnet:
         """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
         step holds it) answers with the last counts instead of waiting for it."""
         if not wait and self.opening:       # serve opens the index in the background: do not wait for it
+            reader = self.__dict__.get("retriever")
+            if reader is not None and isinstance(reader.client, StartupReader):   # as the start file has them
+                return {kind: reader.client.count(name).count for kind, name in self.settings.collections.items()}
             return dict(self.last_counts)
         if not self.index_lock.acquire(blocking=wait or not self.last_counts):
             return dict(self.last_counts)
@@ -425,6 +505,14 @@ class Mindnet:
 
     def close(self) -> None:
         if "client" in self.__dict__:
+            pending = self._collect_start_file()
             self.client.close()
+            if self._local_folder() is not None:
+                release_holder(self._local_folder())
+            if pending is not None:
+                try:
+                    pending.finish()
+                except OSError as exc:
+                    log.warning("could not write the start file: %s", exc)
         if "embedder" in self.__dict__:
             self.embedder.cache.close()

@@ -19,6 +19,7 @@ import mindnet.service as service_module
 from mindnet.api import create_app
 from mindnet.errors import StoreLockedError
 from mindnet.service import Mindnet
+from mindnet.store import start_file
 
 
 @pytest.fixture()
@@ -33,6 +34,8 @@ def settings(tmp_path: Path):
 
 
 def test_health_answers_while_the_index_is_still_opening(settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    # without a start file (tests/test_start_file.py has the case with one): searches wait for the index
+    start_file.start_path(Path(settings.qdrant_path), settings.collection_prefix).unlink()
     release = threading.Event()
     real_open = service_module.open_client
 
@@ -47,6 +50,7 @@ def test_health_answers_while_the_index_is_still_opening(settings, monkeypatch: 
         with TestClient(create_app(app)) as http:
             body = http.get("/health").json()
             assert (body["status"], body["opening"], body["collections"]) == ("ok", True, {})
+            assert (body["searchable"], body["searching_from"]) == (False, None)
             release.set()
             warm.join(30)
             body = http.get("/health").json()

@@ -43,6 +43,7 @@ from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
 from mindnet.store.reader import unit_vectors
 from mindnet.store.snapshot import IndexData, open_index
+from mindnet.store.startup_reader import StartupReader
 
 log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
@@ -140,7 +141,9 @@ class MindnetRetriever(BaseRetriever):
         self._data: IndexData | None = None
         self.snapshot_status = "not loaded"
         self._unembedded: tuple[int, int] | None = None   # (chunks without dense vector, all chunks)
-        self.cache_edges = is_local(client)  # a server answers filtered scrolls from payload indexes
+        # a server answers filtered scrolls from payload indexes; local Qdrant (and the reader that stands in
+        # for it while it opens) is searched beside in-memory mirrors
+        self.cache_edges = is_local(client) or isinstance(client, StartupReader)
 
     def invalidate(self) -> None:
         """Forget cached index data (call after an import): the next search opens the index snapshot again, which
@@ -166,15 +169,27 @@ class MindnetRetriever(BaseRetriever):
         """Lexical mirror, edge index, titles and graph figures from the index snapshot (local Qdrant)."""
         if self._data is None:
             opened = open_index(self.client, self.prefix)
-            data = opened.data
-            self._lexical_index = LexicalIndex.from_data(data)
-            self._edge_index = EdgeIndex.from_data(data)
-            self._titles = dict(zip(data.note_ids, data.titles, strict=True))
-            self._graph_stats = GraphStats.from_data(data, self.config.graph.hub_degree, self.config.graph.chance)
-            self.snapshot_status = opened.status
-            self._data = data
+            self.use_data(opened.data, opened.status)
             log.info("index mirrors ready (%s) in %.2f s", opened.status, opened.seconds)
         return self._data
+
+    def use_data(self, data: IndexData, status: str) -> None:
+        """Build the mirrors from index data the caller has verified (the snapshot behind a start file)."""
+        self._lexical_index = LexicalIndex.from_data(data)
+        self._edge_index = EdgeIndex.from_data(data)
+        self._titles = dict(zip(data.note_ids, data.titles, strict=True))
+        self._graph_stats = GraphStats.from_data(data, self.config.graph.hub_degree, self.config.graph.chance)
+        self.snapshot_status = status
+        self._data = data
+
+    def attach(self, client: QdrantClient) -> None:
+        """Search through `client` from now on: the real one, once open, in place of a `StartupReader`. The
+        mirrors stay: the start file was trusted only because Qdrant's files were as they were when it was
+        written, and `Mindnet` attaches the client before anything can write through it."""
+        self.client = client
+        self.scorer._client = client
+        self.cache_edges = is_local(client)
+        self._unembedded = None
 
     def graph_stats(self) -> GraphStats:
         """Vault-wide link degrees and PageRank for hub damping: computed at import time into the index snapshot

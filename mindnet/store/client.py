@@ -35,15 +35,18 @@ def _holder_text(folder: Path) -> str:
 def _write_holder(folder: Path) -> None:
     path = folder / HOLDER_FILE
     path.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv)[:200], "started": time.time()}))
+    atexit.register(release_holder, folder)
 
-    def _remove() -> None:
-        try:
-            if json.loads(path.read_text()).get("pid") == os.getpid():
-                path.unlink()
-        except (OSError, ValueError):
-            pass
 
-    atexit.register(_remove)
+def release_holder(folder: Path) -> None:
+    """Remove the `mindnet.pid` file when this process wrote it (after its client closed the folder: another
+    process may open it now, and must not be told this one holds it)."""
+    path = Path(folder) / HOLDER_FILE
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
 
 
 def held_by_other(folder: Path) -> str | None:

@@ -461,7 +461,18 @@ _cache: dict[tuple[str, str], IndexData] = {}     # (folder or id(client), prefi
 
 def _cache_key(client: QdrantClient, prefix: str) -> tuple[str, str]:
     path = snapshot_path(client, prefix)
-    return (str(path) if path else f"client-{id(client)}", prefix)
+    if path:
+        return (str(path), prefix)
+    # an in-memory index: keyed by its client, which carries a token of its own (an id() is reused by the next
+    # client once this one is gone, whose index may hold the same note records and counts: the same digest)
+    token = getattr(client, "_mindnet_cache_token", None)
+    if token is None:
+        token = f"client-{id(client)}-{time.monotonic_ns()}"
+        try:
+            client._mindnet_cache_token = token
+        except AttributeError:
+            pass
+    return (token, prefix)
 
 
 def open_index(client: QdrantClient, prefix: str, *, write: bool = True) -> Opened:
