@@ -73,6 +73,8 @@ class Mindnet:
         self.progress = ImportProgress()
         self._wanted = threading.Event()       # another import waits for `import_lock`
         self._warming = False                  # `warm` runs: the index is about to open
+        self._start_file_current = False       # the start file matched Qdrant's files when the client opened
+        self._index_written = False            # an import wrote through this object's client since
         self._importing = False
         self.live: LiveIndex | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
         self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
@@ -87,6 +89,10 @@ class Mindnet:
         # folder must be opened once (a second open of a local folder is refused)
         with self._open_lock:
             if "client" not in self.__dict__:
+                folder = self._local_folder()
+                # while the client is open SQLite's journal changes Qdrant's files: judge the start file now
+                self._start_file_current = folder is not None and \
+                    start_file.why_not_current(folder, self.settings.collection_prefix) is None
                 client = self._client or open_client(self.settings)
                 # the retriever that answered from the start file meanwhile searches Qdrant itself from now
                 # on, before any import can write through the new client
@@ -213,7 +219,9 @@ class Mindnet:
     def _collect_start_file(self) -> start_file.PendingStart | None:
         """What to leave as the start file for the next process (None when the one there still matches)."""
         folder = self._local_folder()
-        if folder is None or start_file.why_not_current(folder, self.settings.collection_prefix) is None:
+        # nothing written since a current start file: it still matches once the client has closed (and if
+        # something wrote unseen, the next start finds Qdrant's files changed and does not trust it)
+        if folder is None or (self._start_file_current and not self._index_written):
             return None
         try:
             with self.index_lock:
@@ -358,6 +366,7 @@ class Mindnet:
         return dict(self.last_counts)
 
     def _after_import(self) -> None:
+        self._index_written = True
         if "retriever" in self.__dict__:
             self.retriever.invalidate()
         if "analyzer" in self.__dict__:
@@ -381,6 +390,7 @@ class Mindnet:
         return await asyncio.to_thread(self.analyze, **request)
 
     def _after_vectors(self) -> None:
+        self._index_written = True
         if "retriever" in self.__dict__:
             self.retriever.vectors_changed()
 

@@ -7,7 +7,8 @@ with a hit). The start file holds those, in the snapshot's chunk order:
 
     <qdrant folder>/mindnet-<prefix>.start.npz
 
-The payloads (~7 KB per chunk, LlamaIndex's node JSON included) sit in a second file, memory-mapped:
+The payloads (~7 KB of JSON per chunk, LlamaIndex's node JSON included; ~1.5 KB compressed) sit in a second file,
+memory-mapped:
 
     <qdrant folder>/mindnet-<prefix>.start.payloads
 
@@ -27,6 +28,7 @@ import os
 import tempfile
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,10 +37,10 @@ from qdrant_client import QdrantClient
 
 from mindnet.store.collections import DENSE, names
 from mindnet.store.reader import _local_collection, no_gc
-from mindnet.store.snapshot import IndexData, SnapshotError, _pack, read_meta, save
+from mindnet.store.snapshot import IndexData, SnapshotError, read_meta, save
 
 log = logging.getLogger(__name__)
-FORMAT = 1
+FORMAT = 2                          # 2: payloads zlib-compressed
 
 
 def start_path(folder: Path, prefix: str) -> Path:
@@ -60,7 +62,8 @@ def _file_state(path: Path) -> list:
 
 
 class MappedStrings:
-    """Strings in a memory-mapped UTF-8 file, cut by offsets."""
+    """Strings in a memory-mapped file, each zlib-compressed UTF-8 (payload JSON compresses ~4x), cut by
+    offsets."""
 
     def __init__(self, path: Path, offsets: np.ndarray) -> None:
         size = path.stat().st_size
@@ -73,7 +76,16 @@ class MappedStrings:
         return len(self._offsets) - 1
 
     def __getitem__(self, i: int) -> str:
-        return self._data[int(self._offsets[i]):int(self._offsets[i + 1])].tobytes().decode()
+        try:
+            return zlib.decompress(self._data[int(self._offsets[i]):int(self._offsets[i + 1])].tobytes()).decode()
+        except (zlib.error, UnicodeDecodeError) as exc:
+            raise SnapshotError(f"start file payload {i} is damaged ({exc})") from exc
+
+
+def _pack_bytes(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(items) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=len(items)), out=offsets[1:])
+    return np.frombuffer(b"".join(items), dtype=np.uint8), offsets
 
 
 def snapshot_file(folder: Path, prefix: str) -> Path:
@@ -175,8 +187,8 @@ def collect(client: QdrantClient, prefix: str, data: IndexData, folder: Path) ->
         vectors = np.asarray(col.vectors[DENSE][idx], dtype=np.float32) if len(idx) else np.zeros((0, dim), np.float32)
         has = ~np.asarray(col.deleted_per_vector[DENSE], dtype=bool)[idx] if len(idx) else np.zeros(0, bool)
         vectors[~has] = 0.0
-        blob, offsets = _pack([json.dumps(col.payload[i] or {}, separators=(",", ":"), ensure_ascii=False)
-                               for i in rows])
+        blob, offsets = _pack_bytes([zlib.compress(json.dumps(col.payload[i] or {}, separators=(",", ":"),
+                                                              ensure_ascii=False).encode(), 1) for i in rows])
     counts = {kind: len(getattr(_local_collection(client, name), "ids", {}) or {})
               for kind, name in names(prefix).items()}
     try:
