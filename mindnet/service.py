@@ -368,7 +368,8 @@ class Mindnet:
     def _after_import(self) -> None:
         self._index_written = True
         if "retriever" in self.__dict__:
-            self.retriever.invalidate()
+            with self.index_lock:    # between two searches: one search must not see its mirrors change
+                self.retriever.invalidate()
         if "analyzer" in self.__dict__:
             self.analyzer.invalidate()
 
@@ -392,7 +393,8 @@ class Mindnet:
     def _after_vectors(self) -> None:
         self._index_written = True
         if "retriever" in self.__dict__:
-            self.retriever.vectors_changed()
+            with self.index_lock:
+                self.retriever.vectors_changed()
 
     # ------------------------------------------------------------------ chat
 
