@@ -68,6 +68,8 @@ class MentionSettings(Strict):
     max_per_note: int = Field(30, ge=1, le=100000)           # mention edges per source note, most specific first
     max_note_share: float = Field(0.03, gt=0, le=1)         # a name in more than this share of notes is common
     common_min_notes: int = Field(20, ge=1)                 # ... and in more than this many notes
+    common_max_notes: int | None = Field(300, ge=1)         # a name in more than this many notes is common
+                                                            # whatever the share (None: no ceiling)
     common_damping: float = Field(0.0, ge=0, le=1)          # confidence factor of a common name (0: no edge)
     short_title_chars: int = Field(6, ge=0, le=100)         # a name shorter than this many characters
     short_title_words: int = Field(2, ge=1, le=100)         # ... and fewer words than this is short

@@ -183,3 +183,59 @@ def test_link_flow_on_arrays_equals_the_networkx_walk() -> None:
     for a, b, d in g.edges(data=True):
         expected[b] = expected.get(b, 0.0) + ranks[a] * d["w"] / out[a]
     assert link_flow(sub.graph, seeds, stats) == pytest.approx(expected, rel=1e-9)
+
+
+def eager_ends(edges: list[dict]) -> tuple[dict, dict]:
+    """Edges grouped by target note and by source note, as the decoded subgraph groups them."""
+    into: dict[str, list[dict]] = {}
+    out: dict[str, list[dict]] = {}
+    for e in edges:
+        src, dst = e["note_id"], note_of(e["target_id"])
+        if src != dst:
+            into.setdefault(dst, []).append(e)
+            out.setdefault(src, []).append(e)
+    return into, out
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+@pytest.mark.parametrize("caps", [FanOut(), FanOut(per_note=3, per_query=20)])
+def test_lazily_decoded_edges_equal_the_decoded_ones(seed: int, caps: FanOut) -> None:
+    """The CSR path decodes edge payloads only when asked: each note's incoming and outgoing edges, the graph's
+    confidences (a merged default kind shows with its own confidence) and `edges` equal decoding them all."""
+    edges = random_edges(seed)
+    for e in edges[::4]:         # a link that carries its type's default kind, as the import merges them
+        e.update(kinds=[e["kind"], "related_to"], default_rule="default:related_to", default_confidence=0.35)
+    kinds = ["mentions", "related_to"]       # references only through their merged default kind
+    index = EdgeIndex(edges)
+    lazy = expand(None, "t", ["n3", "n7"], 2, kinds, edge_index=index, caps=caps)
+    eager = expand(None, "t", ["n3", "n7"], 2, kinds, edge_index=index, caps=caps)
+    decoded = eager.edges                     # decodes every row once
+    into, out = eager_ends(decoded)
+    assert any(e["rule_id"] == "default:related_to" for e in decoded)    # the fixture has merged defaults
+    for note in sorted(lazy.notes) + ["nowhere"]:
+        assert lazy.incoming(note) == into.get(note, [])
+        assert lazy.outgoing(note) == out.get(note, [])
+    strongest: dict[tuple[str, str], float] = {}
+    for e in decoded:
+        pair = (e["note_id"], note_of(e["target_id"]))
+        strongest[pair] = max(strongest.get(pair, -1.0), float(e["confidence"]))
+    assert {(a, b): d["confidence"] for a, b, d in lazy.graph.edges(data=True)} == strongest
+    assert lazy.edges == decoded
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_pagerank_with_scipys_kernel_equals_the_public_product_bit_for_bit(seed: int, monkeypatch) -> None:
+    import numpy as np
+
+    import mindnet.store.snapshot as snapshot
+    rng = np.random.default_rng(seed)
+    n = 300
+    pairs = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, n, 700), rng.integers(0, n, 700), strict=True)
+                    if a != b})
+    src, dst = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
+    weight, restart = rng.random(len(pairs)), rng.random(n) * (rng.random(n) < 0.05)
+    restart[0] = 1.0
+    fast = snapshot.pagerank(n, src, dst, weight, personalization=restart)
+    assert snapshot._csr_matvec is not None     # this scipy has the kernel, so the fast path ran
+    monkeypatch.setattr(snapshot, "_csr_matvec", None)
+    assert np.array_equal(fast, snapshot.pagerank(n, src, dst, weight, personalization=restart))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from helpers_vault import write_types, write_vault
 
 from mindnet.indexing.edges import LinkResolver, derive_edges
-from mindnet.indexing.mentions import MentionIndex
+from mindnet.indexing.mentions import MentionIndex, common_limit
 from mindnet.indexing.node_parser import MarkdownNoteParser
 from mindnet.retrieval.query import ExpandRequest, QueryRequest
 from mindnet.settings import MentionSettings, TypesConfig
@@ -58,6 +58,36 @@ def test_the_floor_keeps_small_vaults_linked(types_config) -> None:
     notes = _vault(types_config, naming_tags=20)
     index = MentionIndex(notes, MentionSettings(max_note_share=0.01, common_min_notes=25))
     assert not index.is_common("tags")     # 20 notes: above 1% of 40, but not above the floor of 25
+
+
+def test_the_common_limit_stops_growing_at_the_ceiling() -> None:
+    """max(common_min_notes, min(max_note_share x N, common_max_notes)), worked for the shipped numbers
+    (3%, floor 20, ceiling 300): the share decides between 667 and 10,000 notes, the ceiling above."""
+    shipped = MentionSettings()
+    assert (shipped.max_note_share, shipped.common_min_notes, shipped.common_max_notes) == (0.03, 20, 300)
+    assert common_limit(shipped, 0) == float("inf")          # nothing counted: no name is common
+    assert common_limit(shipped, 100) == 20                  # 3 notes by the share: the floor holds
+    assert common_limit(shipped, 1_000) == 30                # 3% of 1,000
+    assert common_limit(shipped, 10_000) == 300              # 3% of 10,000 = the ceiling
+    assert common_limit(shipped, 30_000) == 300              # 3% would be 900
+    assert common_limit(shipped.model_copy(update={"common_max_notes": None}), 30_000) == 900
+    # the floor wins over a ceiling below it
+    assert common_limit(MentionSettings(common_min_notes=50, common_max_notes=10), 30_000) == 50
+
+
+def test_a_name_above_the_ceiling_is_common_whatever_the_share(types_config) -> None:
+    """40 notes, "Tags" named in 20 (50%): under a share of 60% it links, unless more than 15 notes is the
+    ceiling; "Quantenschaum" (2 notes) links either way."""
+    notes = _vault(types_config, naming_tags=20)
+    shares_only = MentionSettings(max_note_share=0.6, common_min_notes=5, short_title_chars=4,
+                                  common_max_notes=None)
+    index = MentionIndex(notes, shares_only)
+    assert index.common_limit() == 24 and not index.is_common("tags")
+    assert mentions_of(notes[2], notes, types_config, index) == [("qs", 0.4), ("tags", 0.4)]
+    index = MentionIndex(notes, shares_only.model_copy(update={"common_max_notes": 15}))
+    assert index.common_limit() == 15 and index.is_common("tags") and not index.is_common("quantenschaum")
+    assert mentions_of(notes[2], notes, types_config, index) == [("qs", 0.4)]
+    assert index.common_names() == [("tags", 20)]
 
 
 def test_short_names_are_damped_by_characters_and_words(types_config) -> None:

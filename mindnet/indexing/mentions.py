@@ -7,9 +7,11 @@ A name only means something when it is specific (types.yaml `mentions`):
 - shorter than `min_title_length` characters: never a mention;
 - short (fewer than `short_title_chars` characters AND fewer than `short_title_words` words: a handle like
   "jo", a word like "Tags"): its edges get `short_damping` x the confidence (0: none);
-- common (named in more than `max_note_share` of the vault's notes, and in more than `common_min_notes`):
-  its edges get `common_damping` x the confidence (0, the default: none). The share is counted over the
-  notes given to `count_notes` (the import gives all notes; without it no name counts as common).
+- common (named in more than `max_note_share` of the vault's notes, or in more than `common_max_notes`, and
+  always in more than `common_min_notes`): its edges get `common_damping` x the confidence (0, the default:
+  none). The share is counted over the notes given to `count_notes` (the import gives all notes; without it
+  no name counts as common). The ceiling keeps the limit from growing with the vault: with the share alone,
+  a name named in 900 of 30,000 notes still made edges, and the mention edges per note grew with N.
 A note gets at most `max_per_note` mention edges, the most specific names first.
 """
 
@@ -24,6 +26,17 @@ import ahocorasick
 from mindnet.settings import MentionSettings
 from mindnet.vault.links import mask_code, strip_links
 from mindnet.vault.note import Note
+
+
+def common_limit(settings: MentionSettings, notes: int) -> float:
+    """Notes a name may be named in, in a vault of `notes` notes, before it counts as common:
+    max(common_min_notes, min(max_note_share x notes, common_max_notes)); inf for no notes counted."""
+    if not notes:
+        return float("inf")
+    share = settings.max_note_share * notes
+    if settings.common_max_notes is not None:
+        share = min(share, float(settings.common_max_notes))
+    return max(float(settings.common_min_notes), share)
 
 
 def _is_word_char(ch: str) -> bool:
@@ -70,9 +83,7 @@ class MentionIndex:
 
     def common_limit(self) -> float:
         """Notes a name may be named in before it counts as common (inf until notes were counted)."""
-        if not self.notes_counted:
-            return float("inf")
-        return max(float(self.settings.common_min_notes), self.settings.max_note_share * self.notes_counted)
+        return common_limit(self.settings, self.notes_counted)
 
     def is_short(self, key: str) -> bool:
         s = self.settings

@@ -22,7 +22,7 @@ from pathlib import Path
 from llama_index.core.schema import TextNode
 
 from mindnet.indexing.edges import Edge, LinkResolver, derive_edges
-from mindnet.indexing.mentions import MentionIndex
+from mindnet.indexing.mentions import MentionIndex, common_limit
 from mindnet.indexing.node_parser import MarkdownNoteParser
 from mindnet.indexing.state import IndexState, NoteEntry, link_keys
 from mindnet.settings import MentionSettings, TypesConfig
@@ -287,7 +287,7 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
 
 def _limit(settings: MentionSettings, notes: int) -> float:
     """`MentionIndex.common_limit` for a vault of `notes` notes."""
-    return max(float(settings.common_min_notes), settings.max_note_share * notes) if notes else float("inf")
+    return common_limit(settings, notes)
 
 
 def skipped_now(path: str, failed: list[Issue]) -> bool:

@@ -107,20 +107,62 @@ class GraphStats:
 class Subgraph:
     seeds: dict[str, float]                       # seed note id -> weight (its best semantic score)
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)
-    edges: list[dict] = field(default_factory=list)   # the raw edge payloads loaded
     stats: GraphStats = field(default_factory=GraphStats.empty)
     _pagerank: dict[str, float] | None = None
     _ends: tuple[dict, dict, int] | None = None
+    _memo: dict = field(default_factory=dict)     # per-query results of the pure helpers below (linkers, ...)
+    _edge_list: list[dict] = field(default_factory=list)
+    # edges picked from an EdgeIndex, as (index, rows in load order, kinds): their payloads are decoded only
+    # when asked for (explanations ask for the few notes shown; `edges` decodes them all)
+    _rows: tuple[EdgeIndex, np.ndarray, list[str]] | None = None
+
+    @property
+    def edges(self) -> list[dict]:
+        """The edge payloads loaded, in load order (as the wanted kinds)."""
+        if self._rows is not None:
+            index, rows, kinds = self._rows
+            self._rows = None
+            self._edge_list = self._edge_list + index.shown_as(rows.tolist(), kinds)
+        return self._edge_list
+
+    @edges.setter
+    def edges(self, value: list[dict]) -> None:
+        _ = self.edges
+        self._edge_list = value
+
+    def add_rows(self, index: EdgeIndex, rows: np.ndarray, kinds: list[str]) -> None:
+        """Edges of `index` (rows, in load order) shown as `kinds`, decoded lazily."""
+        if self._edge_list:
+            self._edge_list += index.shown_as(rows.tolist(), kinds)
+        elif self._rows is None:
+            self._rows = (index, rows, kinds)
+        else:
+            self._rows = (index, np.concatenate([self._rows[1], rows]), kinds)
 
     @property
     def notes(self) -> set[str]:
         return set(self.graph.nodes)
 
     def incoming(self, note_id: str) -> list[dict]:
+        if self._rows is not None:
+            return self._rows_around(note_id, 0)
         return self._by_end()[0].get(note_id, [])
 
     def outgoing(self, note_id: str) -> list[dict]:
+        if self._rows is not None:
+            return self._rows_around(note_id, 1)
         return self._by_end()[1].get(note_id, [])
+
+    def _rows_around(self, note_id: str, end: int) -> list[dict]:
+        """`incoming` (end 0) or `outgoing` (end 1) from the undecoded rows: the same edges in the same order
+        (an EdgeIndex holds no edge from a note to itself)."""
+        assert self._rows is not None
+        index, rows, kinds = self._rows
+        i = index.node_of.get(note_id)
+        if i is None:
+            return []
+        side = index.dst if end == 0 else index.src
+        return index.shown_as(rows[side[rows] == i].tolist(), kinds)
 
     def _by_end(self) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
         """Edges grouped by target note and by source note, built once (explanations ask per hit)."""
@@ -137,16 +179,21 @@ class Subgraph:
 
     def relevance(self, seed: str) -> float:
         """A seed's weight relative to the best seed (0..1)."""
-        top = max(self.seeds.values(), default=0.0)
+        top = self._memo.get("top")
+        if top is None:
+            top = self._memo["top"] = max(self.seeds.values(), default=0.0)
         return min(1.0, max(0.0, self.seeds.get(seed, 0.0) / top)) if top > 0 else 1.0
 
     def linkers(self, note_id: str) -> list[str]:
-        """Seed notes with some relevance and a link into `note_id`, most relevant first."""
+        """Seed notes with some relevance and a link into `note_id`, most relevant first (a new list)."""
         if note_id not in self.graph:
             return []
-        found = {src for src, _ in self.graph.in_edges(note_id)
-                 if self.seeds.get(src, 0.0) > 0 and src != note_id}
-        return sorted(found, key=lambda s: (-self.seeds[s], s))
+        key = ("linkers", note_id)
+        if key not in self._memo:
+            found = {src for src, _ in self.graph.in_edges(note_id)
+                     if self.seeds.get(src, 0.0) > 0 and src != note_id}
+            self._memo[key] = sorted(found, key=lambda s: (-self.seeds[s], s))
+        return list(self._memo[key])
 
     def edge_bonus(self, note_id: str) -> float:
         """B_edge (see the module docstring): each linking seed counts once, by its strongest edge, weighted by
@@ -163,7 +210,9 @@ class Subgraph:
     @property
     def relevant_seeds(self) -> int:
         """K: the seeds with some semantic evidence (a seed scoring 0 is no hit)."""
-        return max(1, sum(w > 0 for w in self.seeds.values()))
+        if "k" not in self._memo:
+            self._memo["k"] = max(1, sum(w > 0 for w in self.seeds.values()))
+        return self._memo["k"]
 
     def expected_linkers(self, note_id: str) -> float:
         """How many of the seeds would link here by chance: K x the share of all notes that link here."""
@@ -315,6 +364,7 @@ class EdgeIndex:
         self.out_ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]).astype(np.int64)
         self.in_ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))]).astype(np.int64)
         self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
+        self._own_kind_ok: dict[tuple[str, ...], np.ndarray] = {}
 
     @classmethod
     def load(cls, client: QdrantClient, prefix: str) -> EdgeIndex:
@@ -375,6 +425,21 @@ class EdgeIndex:
         rows = np.unique(np.concatenate([self.rows_around(n, ok, None) for n in frontier])) if frontier else []
         return self.shown_as([int(r) for r in rows], edge_types)
 
+    def shown_confidence(self, rows: np.ndarray, edge_types: list[str]) -> list[float]:
+        """The confidence each of `rows` shows as the wanted kinds (`shown_as(rows)[i]["confidence"]`): its own
+        when its kind is wanted, else (matched by a merged default kind) the default's, read from its payload."""
+        key = tuple(sorted(set(edge_types)))
+        own = self._own_kind_ok.get(key)
+        if own is None:
+            own = np.array([label_kinds(k)[0] in key for k in self.kinds] + [False], dtype=bool)
+            if len(self._own_kind_ok) >= 8:
+                self._own_kind_ok.clear()
+            self._own_kind_ok[key] = own
+        conf = self.conf[rows].tolist()
+        for i in np.flatnonzero(~own[self.kind[rows]]).tolist():
+            conf[i] = float(self.shown_as([int(rows[i])], edge_types)[0]["confidence"])
+        return conf
+
     def shown_as(self, rows: list[int], edge_types: Iterable[str]) -> list[dict]:
         """The payloads of `rows` as the wanted kinds: an edge matched only by a type default kind it carries
         shows as that kind, with the default's rule and confidence (`store.collections.edge_as`)."""
@@ -404,21 +469,24 @@ def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: in
     seen_rows: set[int] = set()
     seen_ids: set[str] = set()
     strongest: dict[tuple[str, str], float] = {}
+    count = 0
     for _ in range(depth):
         visited.update(frontier)
-        budget = None if caps.per_query is None else caps.per_query - len(sub.edges)
+        budget = None if caps.per_query is None else caps.per_query - count
         if edge_index is not None:
             rows = edge_index.hop(frontier, kinds, caps, budget, seen_rows)
             seen_rows.update(rows.tolist())
-            shown = edge_index.shown_as(rows.tolist(), kinds)   # a default kind: its own rule and confidence
-            hop = [(edge_index.nodes[s], edge_index.nodes[d], float(e["confidence"])) for s, d, e in
-                   zip(edge_index.src[rows].tolist(), edge_index.dst[rows].tolist(), shown, strict=True)]
-            sub.edges += shown
+            # a default kind shows with its own confidence; payloads are decoded when asked for
+            hop = list(zip([edge_index.nodes[s] for s in edge_index.src[rows].tolist()],
+                           [edge_index.nodes[d] for d in edge_index.dst[rows].tolist()],
+                           edge_index.shown_confidence(rows, kinds), strict=True))
+            sub.add_rows(edge_index, rows, kinds)
         else:
             loaded = _server_hop(client, collection, frontier, kinds, caps, budget, seen_ids)
             seen_ids.update(e["edge_id"] for e in loaded)
             hop = [(e["note_id"], note_of(e["target_id"]), float(e["confidence"])) for e in loaded]
             sub.edges += loaded
+        count += len(hop)
         found: set[str] = set()
         for src, dst, conf in hop:       # several links between two notes: the strongest counts
             if strongest.get((src, dst), -math.inf) < conf:

@@ -20,6 +20,7 @@ from mindnet.store.collections import SPARSE, names
 from mindnet.store.snapshot import IndexData
 
 FIELDS = ["note_id", "type", "tags", "path"]
+RECENT_QUERIES = 8      # sparse queries whose BM25 arrays are kept (one array: 4 bytes per chunk)
 
 
 class LexicalIndex:
@@ -48,6 +49,7 @@ class LexicalIndex:
                weights: np.ndarray) -> None:
         """Row-major BM25 vectors (CSR by chunk) turned term-major: one posting (rows, values) per term."""
         self.point_ids = point_ids
+        self._recent: dict[tuple[tuple, tuple], np.ndarray] = {}
         self.chunk_ids = chunk_ids
         self.weights = weights
         self.row_of = {pid: i for i, pid in enumerate(point_ids)}
@@ -91,13 +93,23 @@ class LexicalIndex:
         return len(self.point_ids)
 
     def scores(self, query: qm.SparseVector) -> np.ndarray:
-        """BM25 of every chunk for the query (query values x IDF x the stored BM25 term weights)."""
+        """BM25 of every chunk for the query (query values x IDF x the stored BM25 term weights), read-only.
+        One hybrid query asks for the same sparse query's scores several times (search, the candidates' BM25,
+        the graph's candidates): the last few are kept."""
+        key = (tuple(query.indices), tuple(query.values))
+        cached = self._recent.get(key)
+        if cached is not None:
+            return cached
         out = np.zeros(len(self.point_ids), dtype=np.float32)
         for term, qv in zip(query.indices, query.values, strict=True):
             i = self._term_pos.get(term)
             if i is not None:
                 a, b = self._starts[i], self._ends[i]
                 out[self._rows[a:b]] += np.float32(qv * self._idf[i]) * self._vals[a:b]
+        out.flags.writeable = False
+        if len(self._recent) >= RECENT_QUERIES:
+            self._recent.pop(next(iter(self._recent)))
+        self._recent[key] = out
         return out
 
     def mask(self, filters: Filters) -> np.ndarray | None:

@@ -41,7 +41,7 @@ from mindnet.retrieval.scoring import ScoreBreakdown
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
-from mindnet.store.reader import unit_vectors
+from mindnet.store.reader import unit_matrix
 from mindnet.store.snapshot import IndexData, open_index
 from mindnet.store.startup_reader import StartupReader
 
@@ -549,22 +549,14 @@ class MindnetRetriever(BaseRetriever):
             return []
         lex = self._lexical()
         if lex is not None:
-            # ranking needs the vector and a few fields the mirror has; full payloads only for the hits shown
-            rows = lex.rows_of_notes(new_notes, mask)
-            ids = [lex.point_ids[r] for r in rows]
-            vectors = unit_vectors(self.client, self.collection, ids, DENSE) if ids else {}
-            found = [Candidate(pid, lex.brief_payload(r), vectors.get(pid),
-                               via_graph=True, embedded=pid in vectors, brief=True)
-                     for pid, r in zip(ids, rows, strict=True)]
-            points = []
+            return self._mirror_candidates(lex, new_notes, mask, dense_vecs, sparse_queries, lexical_max)
         else:
             must = [qm.FieldCondition(key="note_id", match=qm.MatchAny(any=new_notes)),
                     *((flt.must or []) if flt else [])]
             points = [p for p in scroll_points(self.client, self.collection, scroll_filter=qm.Filter(must=must),
                                                vectors=[DENSE]) if self._keep(q, p.payload or {})]
-        if lex is None:
-            found = [Candidate(str(p.id), p.payload or {}, _unit(vec) if (vec := (p.vector or {}).get(DENSE))
-                               is not None else None, via_graph=True, embedded=vec is not None) for p in points]
+        found = [Candidate(str(p.id), p.payload or {}, _unit(vec) if (vec := (p.vector or {}).get(DENSE))
+                           is not None else None, via_graph=True, embedded=vec is not None) for p in points]
         with_vec = [c for c in found if c.vector is not None]
         if with_vec:
             sims = np.stack([c.vector for c in with_vec]) @ np.stack(dense_vecs).T
@@ -577,6 +569,40 @@ class MindnetRetriever(BaseRetriever):
             if nid not in best or (c.dense + c.lexical) > (best[nid].dense + best[nid].lexical):
                 best[nid] = c
         return list(best.values())
+
+    def _mirror_candidates(self, lex: LexicalIndex, new_notes: list[str], mask: np.ndarray | None,
+                           dense_vecs: list[np.ndarray], sparse_queries: list[qm.SparseVector],
+                           lexical_max: list[float]) -> list[Candidate]:
+        """`_graph_candidates` on the local mirrors, on arrays: every chunk of the new notes is scored (dense
+        cosine, BM25 share), and a Candidate (with the mirror's brief payload) is made only for each note's best
+        chunk, the first of the highest dense + lexical, as the per-chunk loop chose it."""
+        rows = lex.rows_of_notes(new_notes, mask)
+        if not rows:
+            return []
+        ids = [lex.point_ids[r] for r in rows]
+        which, vectors = unit_matrix(self.client, self.collection, ids, DENSE)
+        dense = np.zeros(len(rows))
+        if len(which):
+            dense[which] = (vectors @ np.stack(dense_vecs).T).max(axis=1).astype(np.float64)
+        lexical = np.zeros(len(rows))
+        row_array = np.asarray(rows, dtype=np.int64)
+        for sv, top in zip(sparse_queries, lexical_max, strict=True):
+            if top > 0:
+                lexical = np.maximum(lexical, np.minimum(1.0, lex.scores(sv)[row_array].astype(np.float64) / top))
+        keys = (dense + lexical).tolist()
+        best: dict[str, int] = {}
+        for i, r in enumerate(rows):
+            nid = str(lex.note_ids[r])
+            j = best.get(nid)
+            if j is None or keys[i] > keys[j]:
+                best[nid] = i
+        vector_of = dict(zip(which.tolist(), vectors, strict=True))
+        out = []
+        for i in best.values():
+            vec = vector_of.get(i)
+            out.append(Candidate(ids[i], lex.brief_payload(rows[i]), vec, dense=float(dense[i]),
+                                 lexical=float(lexical[i]), via_graph=True, embedded=vec is not None, brief=True))
+        return out
 
     # ------------------------------------------------------------------ search with the caller's vectors
 

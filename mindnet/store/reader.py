@@ -137,13 +137,40 @@ def read_points(client: QdrantClient, collection: str, *, fields: list[str] | No
 def unit_vectors(client: QdrantClient, collection: str, point_ids: list[str], name: str) -> dict[str, np.ndarray]:
     """The dense vectors `name` of the given points that have one, L2-normalised, as float32 rows of one matrix
     (locally a row gather from the collection's matrix, not a record and a norm per point)."""
-    found = dense_vectors(client, collection, point_ids, name)
-    if not found:
-        return {}
-    matrix = np.stack(list(found.values())).astype(np.float32)
+    which, matrix = unit_matrix(client, collection, point_ids, name)
+    return {point_ids[i]: row for i, row in zip(which.tolist(), matrix, strict=True)}
+
+
+def unit_matrix(client: QdrantClient, collection: str, point_ids: list[str], name: str
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in `point_ids` of the points with a vector `name`, their L2-normalised vectors as the float32
+    rows of one matrix, in that order): what `unit_vectors` gives, without a dict or an array per point."""
+    which, matrix = _dense_matrix(client, collection, point_ids, name)
+    if not len(which):
+        return which, np.zeros((0, 0), dtype=np.float32)
+    matrix = matrix.astype(np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = np.divide(matrix, norms, out=matrix, where=norms > 0)
-    return dict(zip(found, matrix, strict=True))
+    return which, matrix
+
+
+def _dense_matrix(client: QdrantClient, collection: str, point_ids: list[str], name: str
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    col = _local_collection(client, collection)
+    if col is not None and name in getattr(col, "vectors", {}) and name in getattr(col, "deleted_per_vector", {}):
+        get = col.ids.get
+        idx = np.fromiter((-1 if (i := get(pid)) is None else i for pid in point_ids), dtype=np.int64,
+                          count=len(point_ids))
+        known = idx >= 0
+        ok = np.zeros(len(point_ids), dtype=bool)
+        ok[known] = ~(np.asarray(col.deleted, dtype=bool)[idx[known]]
+                      | np.asarray(col.deleted_per_vector[name], dtype=bool)[idx[known]])
+        which = np.flatnonzero(ok)
+        return which, np.asarray(col.vectors[name][idx[which]], dtype=np.float32)
+    found = dense_vectors(client, collection, point_ids, name)
+    pos = {pid: i for i, pid in enumerate(point_ids)}
+    which = np.array([pos[pid] for pid in found], dtype=np.int64)
+    return which, (np.stack(list(found.values())) if found else np.zeros((0, 0), dtype=np.float32))
 
 
 def dense_vectors(client: QdrantClient, collection: str, point_ids: list[str], name: str) -> dict[str, np.ndarray]:
