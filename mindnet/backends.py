@@ -272,6 +272,9 @@ class Embedder:
         self.embedded = 0        # texts sent to the backend
         self.seconds = 0.0       # wall time spent waiting for the backend
         self.dim: int | None = None
+        # the size of the vectors the backend itself returned in this process (the embedding beside phase 1
+        # answers what the size probe would, one request earlier)
+        self.backend_dim: int | None = None
         self._count: Callable[[str], int] | None = getattr(model, "token_count", None)
         self._budget: int | None = getattr(model, "max_tokens", None)
 
@@ -322,7 +325,9 @@ class Embedder:
             self.seconds += time.perf_counter() - start
         self.calls += 1
         self.embedded += len(texts)
-        fresh = dict(zip((self.cache.digest(t) for t in texts), self._check(vectors, len(texts), what),
+        checked = self._check(vectors, len(texts), what)
+        self.backend_dim = self.dim
+        fresh = dict(zip((self.cache.digest(t) for t in texts), checked,
                          strict=True))
         self.cache.put_many(self.key, fresh)
         return fresh
@@ -397,4 +402,5 @@ class Embedder:
         self.dim = None
         self._check(vectors, 1, what)
         assert self.dim is not None
+        self.backend_dim = self.dim
         return self.dim

@@ -3,7 +3,8 @@
 Two worker threads. The notes worker runs phase 1 of every import, one after the other: the first catches up
 with what changed while nothing was watching, later ones follow the watcher's change batches
 (`mindnet.indexing.watch`). The vectors worker runs phase 2 beside it, embedding whatever chunks lack a vector.
-So a note saved during an hour of embedding is written (and searchable) at once, and embedded in its turn.
+So a note saved during an hour of embedding is written (and searchable) at once, and embedded in its turn; and
+the embedding starts with phase 1's first written batch, not after its last.
 A batch that arrives during an import is kept and imported right after it (a phase 1 still running yields to
 it between its batches and writes the saved notes first), so a burst of saves costs one or two imports, never
 one per file. An edit to the types config reloads it first; an invalid one is reported in the status and the
@@ -197,9 +198,11 @@ class LiveIndex:
                 return
         start = time.perf_counter()
         try:
-            # phase 1 only (the vectors worker embeds); newer changes end it early and their notes go first
+            # phase 1 only; the vectors worker embeds beside it from its first written batch on. Newer changes
+            # end it early: their notes go first, then the notes it planned and did not write
             report: ImportReport = self.mindnet.ingest(
-                should_stop=lambda: self._wake.is_set() or self._stop.is_set(), first=paths, embed=False)
+                should_stop=lambda: self._wake.is_set() or self._stop.is_set(), first=paths, embed=False,
+                progress=lambda done, total, what: self._vectors.set())
         except MindnetError as exc:
             self.error = str(exc)
             log.warning("re-import failed: %s", exc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -27,7 +28,7 @@ from mindnet.backends import (
     make_reranker,
 )
 from mindnet.errors import EmptyIndexError, ImportRunningError, MindnetError
-from mindnet.indexing.pipeline import Importer, ImportReport, Progress
+from mindnet.indexing.pipeline import EmbeddingWorker, Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
 from mindnet.retrieval.query import QueryRequest
@@ -271,23 +272,49 @@ class Mindnet:
         """Import the vault: phase 1 (one import at a time; a running one yields to this one between its
         batches), then with `embed` phase 2, unless a server's vector worker is embedding already (it picks the
         new chunks up). Searches keep answering between the write steps of both."""
+        started = time.perf_counter()
+        embedder = self.embedder
+        calls0, texts0, backend0 = embedder.calls, embedder.embedded, embedder.seconds
         self._wanted.set()
-        with self.import_lock:
-            self._wanted.clear()
+        # phase 2 begins beside phase 1 (a worker embeds the notes already written), unless a server's vector
+        # worker is embedding already: it picks the new chunks up
+        beside = embed and self.importer.overlap and self.vectors_lock.acquire(blocking=False)
+        try:
+            with self.import_lock:
+                self._wanted.clear()
+                importer = self.importer
 
-            def stop() -> bool:
-                return self._wanted.is_set() or bool(should_stop and should_stop())
+                def stop() -> bool:
+                    return self._wanted.is_set() or bool(should_stop and should_stop())
 
-            try:
-                report = self.importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress,
-                                           should_stop=stop, first=first, embed=False)
-            finally:
-                self._after_import()
-        if embed and not report.stopped_early and self.vectors_lock.acquire(blocking=False):
-            try:
-                report.absorb(self.importer.fill(should_stop=should_stop))
-            finally:
+                worker = EmbeddingWorker(importer) if beside else None
+                try:
+                    report = importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress,
+                                          should_stop=stop, first=first, embed=False,
+                                          feed=worker.feed if worker else None)
+                except BaseException:
+                    if worker is not None:
+                        worker.finish()
+                    raise
+                finally:
+                    self._after_import()
+            failed: set[str] = set()
+            if worker is not None:       # what phase 1 handed over, embedded to the end
+                failed = importer.beside_issues(report, worker.finish())
+            if embed and not report.stopped_early and (beside or self.vectors_lock.acquire(blocking=False)):
+                try:
+                    report.absorb(importer.fill(should_stop=should_stop, skip=failed))
+                finally:
+                    if not beside:
+                        self.vectors_lock.release()
+        finally:
+            if beside:
                 self.vectors_lock.release()
+        if beside:     # both phases side by side: the totals over the whole run, not the sum of the phases
+            report.embedding_calls = embedder.calls - calls0
+            report.embedded_texts = embedder.embedded - texts0
+            report.seconds_embedding = embedder.seconds - backend0
+            report.seconds_total = time.perf_counter() - started
         return report
 
     def fill_vectors(self, *, should_stop: Callable[[], bool] | None = None) -> ImportReport:
@@ -341,7 +368,8 @@ class Mindnet:
     def _after_import(self) -> None:
         self._index_written = True
         if "retriever" in self.__dict__:
-            self.retriever.invalidate()
+            with self.index_lock:    # between two searches: one search must not see its mirrors change
+                self.retriever.invalidate()
         if "analyzer" in self.__dict__:
             self.analyzer.invalidate()
 
@@ -365,7 +393,8 @@ class Mindnet:
     def _after_vectors(self) -> None:
         self._index_written = True
         if "retriever" in self.__dict__:
-            self.retriever.vectors_changed()
+            with self.index_lock:
+                self.retriever.vectors_changed()
 
     # ------------------------------------------------------------------ chat
 

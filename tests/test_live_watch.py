@@ -105,7 +105,7 @@ def test_a_deleted_note_is_removed(live, vault) -> None:
 
 def test_a_burst_of_500_files_ends_in_exactly_one_import(tmp_path, vault, make_app) -> None:
     app = make_app(types_config=write_types(tmp_path / "types.yaml"))
-    # a quiet period longer than any pause of a loop writing files on a busy machine (the default is 300 ms)
+    # a quiet period longer than any pause of a loop writing files on a busy machine (the default is 200 ms)
     live = LiveIndex(app, watch=True, quiet_ms=1500).start()
     try:
         wait_for(live, 1)

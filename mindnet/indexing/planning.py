@@ -15,6 +15,7 @@ import os
 import time
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,8 +78,9 @@ def config_key(types: TypesConfig, model_key: str) -> str:
 
 
 def _plan_note(note: Note, parser: MarkdownNoteParser, resolver: LinkResolver, types: TypesConfig,
-               mentions: MentionIndex | None, model_key: str, issues: list[Issue]) -> PlannedNote:
-    nodes = parser.note_to_nodes(note)
+               mentions: MentionIndex | None, model_key: str, issues: list[Issue],
+               nodes: list[TextNode] | None = None) -> PlannedNote:
+    nodes = parser.note_to_nodes(note) if nodes is None else nodes
     if not nodes:
         issues.append(Issue("warning", note.path, "note has a title but no text; nothing to search"))
     edges = derive_edges(note, nodes, resolver, types, mentions)
@@ -101,14 +103,25 @@ def named_in(note: Note, mentions: MentionIndex) -> list[str]:
 
 
 def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",
-               parser: MarkdownNoteParser | None = None, owners: dict[str, str] | None = None) -> list[PlannedNote]:
-    """Read, chunk and link the whole vault without touching Qdrant or an embedding model."""
+               parser: MarkdownNoteParser | None = None, owners: dict[str, str] | None = None,
+               on_chunked: Callable[[Note, list[TextNode], str], None] | None = None) -> list[PlannedNote]:
+    """Read, chunk and link the whole vault without touching Qdrant or an embedding model. With
+    `on_chunked(note, chunks, fingerprint)`, each note is chunked as soon as it is read (chunks depend on the
+    note alone; its links wait for the whole vault) and handed over: the import embeds it at once."""
     parser = parser or MarkdownNoteParser.from_config(types)
-    notes, issues = scan_vault(vault, types, owners=owners)
+    chunked: dict[int, list[TextNode]] = {}
+
+    def chunk(note: Note) -> None:
+        assert on_chunked is not None
+        chunked[id(note)] = nodes = parser.note_to_nodes(note)
+        on_chunked(note, nodes, note_fingerprint(note, types, model_key))
+
+    notes, issues = scan_vault(vault, types, owners=owners, on_note=chunk if on_chunked else None)
     report.issues.extend(issues)
     resolver = LinkResolver(notes)
     mentions = MentionIndex(notes, types.mentions) if types.mentions.enabled else None
-    planned = [_plan_note(note, parser, resolver, types, mentions, model_key, report.issues) for note in notes]
+    planned = [_plan_note(note, parser, resolver, types, mentions, model_key, report.issues, chunked.get(id(note)))
+               for note in notes]
     report.seconds_mentions = mentions.seconds if mentions is not None else 0.0
     report.mention_common = mentions.common_names() if mentions is not None else []
     return planned

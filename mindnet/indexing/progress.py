@@ -61,6 +61,12 @@ class ImportProgress:
             for key, value in values.items():
                 setattr(self, key, value)
 
+    def queued(self, n: int) -> None:
+        """Phase 1 wrote `n` chunks without a vector (the embedding beside it, or the next phase 2, embeds
+        them)."""
+        with self._lock:
+            self.texts_total += n
+
     def embedded(self, n: int) -> None:
         with self._lock:
             self.texts_embedded += n

@@ -94,6 +94,10 @@ class IndexState:
         # every chunk has its dense vector (a phase 2 ended with none missing, and no chunk was written since)
         self.vectors_complete = vectors_complete
         self.texts: dict[str, tuple[str, str]] = {}   # note id -> (content hash, case-folded text): mention search
+        # notes planned (their entries are here, as they will be written) but not written yet: an import stopped
+        # early for newer saves, and the importer keeps their plans to write them next (in memory only). The
+        # value is what the index still holds for the note (its older record, as a placeholder) or None
+        self.unwritten: dict[str, NoteEntry | None] = {}
         self._links: dict[str, set[str]] | None = None
 
     def by_path(self) -> dict[str, NoteEntry]:
@@ -106,6 +110,7 @@ class IndexState:
     def drop(self, note_id: str) -> None:
         self.entries.pop(note_id, None)
         self.texts.pop(note_id, None)
+        self.unwritten.pop(note_id, None)
         self._links = None
 
     def linking(self, keys: set[str]) -> set[str]:
@@ -131,9 +136,17 @@ class IndexState:
     # ------------------------------------------------------------------ manifest
 
     def save(self, path: Path, token: str) -> None:
+        entries, dirty = self.entries, self.dirty
+        if self.unwritten:
+            # what the index holds, not what it is about to: the notes not written yet keep their older record's
+            # placeholder (read again next time) or no entry (new files), and every other note's edges, derived
+            # with them, are derived again by a process that finds this manifest (the plans die with this one)
+            entries = {nid: e for nid, e in entries.items() if nid not in self.unwritten}
+            dirty = dirty | entries.keys()
+            entries |= {nid: e for nid, e in self.unwritten.items() if e is not None}
         data = {"version": MANIFEST_VERSION, "token": token, "config_key": self.config_key,
-                "dirty": sorted(self.dirty), "vectors_complete": self.vectors_complete, "fields": ENTRY_FIELDS,
-                "entries": [[getattr(e, f) for f in ENTRY_FIELDS] for e in self.entries.values()]}
+                "dirty": sorted(dirty), "vectors_complete": self.vectors_complete, "fields": ENTRY_FIELDS,
+                "entries": [[getattr(e, f) for f in ENTRY_FIELDS] for e in entries.values()]}
         text = json.dumps(data, separators=(",", ":"))     # rows, not dicts: 6,500 notes in ~0.1 s
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")

@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
@@ -63,77 +64,184 @@ def _as_point_node(node: TextNode) -> TextNode:
 class FillReport:
     chunks: int = 0            # chunks that got their vector
     failed: list[str] = field(default_factory=list)   # "path: error" of chunks the backend failed on
+    failed_ids: set[str] = field(default_factory=set)  # their point ids (not sent again in the same import)
     seconds: float = 0.0
     stopped: bool = False      # stopped early on request (more work arrived); the rest waits for the next run
     backend_error: str | None = None   # a whole batch failed: the backend is down, phase 2 stopped
 
 
+class VectorFeed:
+    """Chunks phase 1 has just written without a dense vector, handed to an embedding worker while phase 1 goes
+    on (`Mindnet.ingest`): the backend starts on the first notes written instead of waiting for the last. Phase 1
+    never waits for it; the texts it holds are those of the plan, already in memory. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[str, str, str]] = []     # (chunk point id, text to embed, note path)
+        self._cond = threading.Condition()
+        self._closed = False
+        self.fed = 0                 # chunks handed over so far
+
+    def put(self, items: list[tuple[str, str, str]]) -> None:
+        if not items:
+            return
+        with self._cond:
+            if self._closed:
+                return
+            self._items.extend(items)
+            self.fed += len(items)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Phase 1 ended (or the worker gave up): nothing more comes; what is queued is still taken."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def take(self, size: int, grace: float = 0.05) -> list[tuple[str, str, str]]:
+        """Up to `size` chunks, as soon as there are any (the backend is idle meanwhile), after at most `grace`
+        seconds more for a full round; [] when closed and empty."""
+        with self._cond:
+            while not self._items and not self._closed:
+                self._cond.wait()
+            deadline = time.monotonic() + grace
+            while len(self._items) < size and not self._closed and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+            part, self._items = self._items[:size], self._items[size:]
+            return part
+
+
 async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *,
                         lock: AbstractContextManager | None = None, progress: Callable[[int], None] | None = None,
-                        should_stop: Callable[[], bool] | None = None, batch: int | None = None) -> FillReport:
-    """Phase 2: embed every chunk that has no dense vector yet and add it, `batch` chunks at a time (default:
-    one round of the embedder's parallel calls). `lock` guards each read and write of the index, never
-    the embedding; `should_stop()` is asked after each batch (more work arrived: the caller runs phase 1 for
-    it first, then calls this again). Chunks rewritten meanwhile keep no stale vector: each write checks
-    that the chunk still holds the text that was embedded.
+                        should_stop: Callable[[], bool] | None = None, batch: int | None = None,
+                        skip: set[str] | frozenset = frozenset()) -> FillReport:
+    """Phase 2: embed every chunk that has no dense vector yet and add it, `batch` chunks per backend call
+    (default: the embedder's batch size), its parallel calls in flight. `lock` guards each read and write of
+    the index, never the embedding; `should_stop()` is asked after each batch (more work arrived: the caller
+    runs phase 1 for it first, then calls this again). Chunks rewritten meanwhile keep no stale vector: each
+    write checks that the chunk still holds the text that was embedded. Chunks in `skip` (point ids the
+    backend failed on a moment ago, beside phase 1) are left out.
 
-    The next batch is embedding while this one is written (in a worker thread), so a fast backend (Ollama
-    with parallel calls) does not sit idle during the index writes."""
+    The next batches are embedding while one is written (in a worker thread), so a fast backend (Ollama with
+    parallel calls) does not sit idle during the index writes."""
     lock = lock or nullcontext()
     name = coll.names(prefix)["chunks"]
+    with lock:
+        todo = [(str(p.id), embedding_text(p.payload or {}), str((p.payload or {}).get("path", "?")))
+                for p in coll.scroll_points(client, name, scroll_filter=coll.WITHOUT_DENSE,
+                                            fields=[*EMBED_FIELDS, "path"])
+                if str(p.id) not in skip]
+    size = max(1, batch or embedder.batch_size)   # one backend call per round
+    parts = [todo[i:i + size] for i in range(0, len(todo), size)]
+    parts.reverse()
+
+    async def next_part() -> list[tuple[str, str, str]]:
+        return parts.pop() if parts else []
+
+    def stop() -> bool:      # asked only while batches remain: a run that did everything did not stop early
+        return bool(parts) and should_stop is not None and should_stop()
+
+    return await _embed_rounds(lambda: client, name, embedder, next_part, lock=lock, progress=progress,
+                               should_stop=stop)
+
+
+async def afeed_vectors(client: Callable[[], QdrantClient], prefix: str, embedder: Embedder, feed: VectorFeed, *,
+                        lock: AbstractContextManager | None = None, progress: Callable[[int], None] | None = None
+                        ) -> FillReport:
+    """Embed the chunks `feed` hands over, one backend call per round and the embedder's parallel calls in
+    flight, until it is closed and empty (or the backend is down: the feed is closed and the chunks wait for
+    phase 2). `client()` is called at the first write."""
+    size = max(1, embedder.batch_size)
+
+    async def next_part() -> list[tuple[str, str, str]]:
+        return await asyncio.to_thread(feed.take, size)
+
+    try:
+        return await _embed_rounds(client, coll.names(prefix)["chunks"], embedder, next_part,
+                                   lock=lock or nullcontext(), progress=progress, should_stop=None)
+    finally:
+        feed.close()
+
+
+async def _embed_rounds(client: Callable[[], QdrantClient], name: str, embedder: Embedder,
+                        next_part: Callable[[], Awaitable[list[tuple[str, str, str]]]], *,
+                        lock: AbstractContextManager,
+                        progress: Callable[[int], None] | None, should_stop: Callable[[], bool] | None
+                        ) -> FillReport:
+    """Rounds of (chunk point id, text, note path) from `next_part()` ([] ends), each one backend call, embedded
+    and written. The embedder's `parallel` rounds are in flight at once, and a new one starts as soon as one
+    returns, before its vectors are written: the backend never waits for the index writes nor for the slowest
+    call of a group. A chunk not (or no longer) in the index with that text gets no vector: its vector is in the
+    embedding cache, where phase 1 finds it when it writes the chunk."""
     report = FillReport()
     start = time.perf_counter()
-    with lock:
-        todo = [(str(p.id), p.payload or {}) for p in coll.scroll_points(
-            client, name, scroll_filter=coll.WITHOUT_DENSE, fields=[*EMBED_FIELDS, "path"])]
-    size = max(1, batch or embedder.batch_size * embedder.parallel)   # one round of parallel calls
-    parts = [todo[i:i + size] for i in range(0, len(todo), size)]
+    fetching = asyncio.Lock()        # one round takes from the source at a time (in order)
 
-    async def embed(part: list[tuple[str, dict]]) -> tuple[dict[str, str], dict[str, str], EmbedOutcome]:
-        texts = {pid: embedding_text(payload) for pid, payload in part}
-        where = {texts[pid]: str(payload.get("path", "?")) for pid, payload in part}
+    async def embed() -> tuple[dict[str, str], dict[str, str], EmbedOutcome] | None:
+        async with fetching:
+            part = await next_part()
+        if not part:
+            return None
+        texts = {pid: text for pid, text, _ in part}
+        where = {text: path for _, text, path in part}
         outcome = await embedder.aembed_many(list(texts.values()), what=lambda t, where=where: where.get(t, "?"))
         return texts, where, outcome
 
     def write(ready: list[qm.PointVectors], texts: dict[str, str]) -> list[qm.PointVectors]:
         with lock:
+            if not client().collection_exists(name):   # embedded while phase 1 plans: it writes them
+                return []
             # a phase 1 may have rewritten or removed some of these chunks meanwhile (a server writes saved
             # notes while it embeds): only chunks that still hold the embedded text get the vector
-            now = {str(p.id): embedding_text(p.payload or {}) for p in client.retrieve(
+            now = {str(p.id): embedding_text(p.payload or {}) for p in client().retrieve(
                 name, ids=[v.id for v in ready], with_payload=EMBED_FIELDS)}
             ready = [v for v in ready if now.get(str(v.id)) == texts[str(v.id)]]
             if ready:
-                client.update_vectors(name, points=ready)
+                client().update_vectors(name, points=ready)
         return ready
 
-    pending = asyncio.ensure_future(embed(parts[0])) if parts else None
+    depth = max(1, embedder.parallel)
+    flying: set[asyncio.Future] = set()
+    ended = False                   # the source is exhausted, the backend is down or a stop was asked for
+
+    def top_up() -> None:
+        while not ended and len(flying) < depth:
+            flying.add(asyncio.ensure_future(embed()))
+
+    top_up()
     try:
-        for k, part in enumerate(parts):
-            assert pending is not None
-            texts, where, outcome = await pending
-            pending = None
-            ready = [qm.PointVectors(id=pid, vector={coll.DENSE: outcome.vectors[t]})
-                     for pid, t in texts.items() if t in outcome.vectors]
-            if not ready and len(part) > 1:   # the backend failed on every text: it is down; the next run retries
-                report.backend_error = str(next(iter(outcome.failed.values()), "no vectors returned"))
-                break
-            last = k + 1 == len(parts)
-            stop = not last and should_stop is not None and should_stop()
-            if not last and not stop:
-                pending = asyncio.ensure_future(embed(parts[k + 1]))
-            report.failed += [f"{where[t]}: {outcome.failed[t]}" for t in texts.values() if t in outcome.failed]
-            if ready:
-                ready = await asyncio.to_thread(write, ready, texts)
-            report.chunks += len(ready)
-            if progress:
-                progress(len(ready))
-            if stop:
-                report.stopped = True
+        while flying:
+            done, _ = await asyncio.wait(flying, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                flying.discard(task)
+                result = task.result()
+                if result is None:
+                    ended = True
+                    continue
+                texts, where, outcome = result
+                ready = [qm.PointVectors(id=pid, vector={coll.DENSE: outcome.vectors[t]})
+                         for pid, t in texts.items() if t in outcome.vectors]
+                if not ready and len(texts) > 1:   # the backend failed on every text: it is down; next run retries
+                    report.backend_error = str(next(iter(outcome.failed.values()), "no vectors returned"))
+                    ended = True
+                    break
+                if should_stop is not None and should_stop():
+                    report.stopped = ended = True
+                top_up()                        # the next rounds embed while this one is written
+                report.failed += [f"{where[t]}: {outcome.failed[t]}" for t in texts.values() if t in outcome.failed]
+                report.failed_ids |= {pid for pid, t in texts.items() if t in outcome.failed}
+                embedded = len(ready)     # (a chunk phase 1 has not written yet takes its vector from the cache)
+                if ready:
+                    ready = await asyncio.to_thread(write, ready, texts)
+                report.chunks += len(ready)
+                if progress:
+                    progress(embedded)
+            if report.backend_error or report.stopped:
                 break
     finally:
-        if pending is not None:   # stopped or failed early: the batch in flight is not written (its vectors
-            pending.cancel()      # still reach the embedding cache, so the next run finds them there)
+        for task in flying:      # stopped or failed early: rounds in flight are not written (their vectors
+            task.cancel()        # still reach the embedding cache, so the next run finds them there)
+        for task in flying:
             with contextlib.suppress(BaseException):
-                await pending
+                await task
     report.seconds = time.perf_counter() - start
     return report

@@ -17,7 +17,7 @@ from pathlib import Path
 from watchfiles import Change, watch
 
 log = logging.getLogger(__name__)
-QUIET_MS = 300       # a save is re-imported this long after the last write (well within the 2 s promised)
+QUIET_MS = 200       # a save is re-imported 200-400 ms after the last write (watchfiles checks every step)
 MAX_WAIT_MS = 10000  # a burst that never pauses is still imported every 10 s
 
 

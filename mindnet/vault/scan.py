@@ -6,7 +6,7 @@ import errno
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
@@ -141,9 +141,10 @@ def load_note(root: Path, path: Path, types: TypesConfig) -> tuple[Note | None, 
     return note, problems
 
 
-def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None = None
-               ) -> tuple[list[Note], list[Issue]]:
-    """Read the whole vault. Returns the good notes and one issue per problem (unreadable file, duplicate id).
+def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None = None,
+               on_note: Callable[[Note], None] | None = None) -> tuple[list[Note], list[Issue]]:
+    """Read the whole vault. Returns the good notes and one issue per problem (unreadable file, duplicate id);
+    `on_note(note)` as each note is read (a note a later duplicate replaces included).
 
     Of two files with the same id, the one `owners` (note id -> path, from the index) already holds keeps it,
     so a copied note cannot push the indexed one out; without an owner the first by path keeps it."""
@@ -164,6 +165,8 @@ def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None 
                 kept, skipped = note, kept
                 notes[notes.index(skipped)] = kept
                 by_id[note.note_id] = kept
+                if on_note is not None:
+                    on_note(kept)
             issues.append(Issue(
                 "error", skipped.path,
                 f"duplicate id '{note.note_id}' (already used by {kept.path}); this file was skipped "
@@ -172,4 +175,6 @@ def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None 
         by_id[note.note_id] = note
         issues.extend(problems)
         notes.append(note)
+        if on_note is not None:
+            on_note(note)
     return notes, issues
