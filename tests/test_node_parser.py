@@ -82,7 +82,22 @@ def test_node_text_has_no_overlap_and_window_has_the_overlap(nodes) -> None:
     overlap = " ".join(f"alpha{i}" for i in range(85, 100))  # short profile: 15 words
     assert (second.text, second.metadata["text"]) == (text, text)
     assert second.metadata["window"] == f"{overlap}\n\n{text}"
-    assert embedding_input(second) == f"Anna Beispiel\n\n{overlap}\n\n{text}"
+    # context header: title (aliases), then the headings above the chunk; then the window
+    # ("Kontakt" opens the chunk's text, so the trail stops above it)
+    assert embedding_input(second) == f"Anna Beispiel (Anna B)\nAnna\n\n{overlap}\n\n{text}"
+
+
+def test_context_header_names_the_note_and_the_section_without_repeating_the_title() -> None:
+    from mindnet.indexing.node_parser import context_header, embedding_text
+    meta = {"title": "Embeddings", "aliases": ["embeddings", "Einbettungen", " ", "text embeddings"],
+            "heading_path": ["Embeddings", "Wie ich sie nutze", "Ähnlichkeit messen"], "text": "Kosinus."}
+    # the alias equal to the title (any case) and the top heading repeating the title are left out
+    assert context_header(meta) == "Embeddings (Einbettungen, text embeddings)\nWie ich sie nutze > Ähnlichkeit messen"
+    # a document with only a title (a BEIR corpus) embeds exactly as before: title, blank line, text
+    assert embedding_text({"title": "Doc", "aliases": [], "heading_path": [], "window": "w", "text": "t"}) == "Doc\n\nw"
+    assert embedding_text({"title": "", "heading_path": ["A"], "text": "t"}) == "A\n\nt"
+    # a chunk that opens with its own heading: the trail names only the headings above it
+    assert context_header({"title": "T", "heading_path": ["T", "A", "B"], "text": "### B\n\nx"}) == "T\nA"
 
 
 def test_nodes_link_source_previous_and_next(nodes) -> None:

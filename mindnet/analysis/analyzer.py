@@ -33,7 +33,12 @@ from mindnet.analysis.relations import RelationRules, parse_llm_kinds, refined
 from mindnet.analysis.source import AnalysisSource, draft_source, note_source
 from mindnet.backends import Embedder
 from mindnet.errors import LLMUnavailableError, MindnetError, QueryError
-from mindnet.indexing.node_parser import EMBED_MAX_CHARS, MarkdownNoteParser, embedding_input
+from mindnet.indexing.node_parser import (
+    EMBED_FIELDS,
+    MarkdownNoteParser,
+    embedding_input,
+    embedding_text,
+)
 from mindnet.retrieval.retriever import MindnetRetriever
 from mindnet.settings import Settings
 from mindnet.store.collections import DENSE, names, point_id
@@ -99,15 +104,14 @@ class Analyzer:
             return {}
         with self.lock:
             points = self.client.retrieve(self._chunks, ids=[point_id(c) for c in chunk_ids],
-                                          with_payload=["chunk_id", "title", "window", "text"], with_vectors=[DENSE])
+                                          with_payload=["chunk_id", *EMBED_FIELDS], with_vectors=[DENSE])
         out = {}
         for p in points:
             d = p.payload or {}
             vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else p.vector
             if vec is not None:
-                embedded = f"{d.get('title', '')}\n\n{d.get('window') or d.get('text', '')}".strip()
                 words = len(str(d.get("text", "")).split())
-                out[str(d.get("chunk_id"))] = (embedded[:EMBED_MAX_CHARS], list(vec), words)
+                out[str(d.get("chunk_id"))] = (embedding_text(d), list(vec), words)
         return out
 
     def vectors(self, source: AnalysisSource) -> tuple[np.ndarray, int]:

@@ -46,14 +46,49 @@ def chunk_id(note_id: str, index: int) -> str:
 EMBED_MAX_CHARS = 4000   # beyond what the models read (e5: 512 tokens); a pasted base64 blob costs minutes
 
 
+# Payload fields `embedding_text` reads (phase 2 reads only these from a stored chunk).
+EMBED_FIELDS = ["title", "aliases", "heading_path", "window", "text"]
+
+
 def embedding_input(node: BaseNode) -> str:
-    """What gets embedded for a chunk: the note title and the chunk's window (text with overlap), capped."""
+    """What gets embedded for a chunk: its context header (`context_header`) and window (text with overlap),
+    capped."""
     return embedding_text(node.metadata, node.get_content())
+
+
+def heading_trail(meta: dict[str, Any]) -> str:
+    """The headings above the chunk joined by " > ", without a top heading that only repeats the title, and
+    without the chunk's own heading when its text opens with it (the text shows it already)."""
+    title = str(meta.get("title") or "").strip()
+    headings = [str(h).strip() for h in meta.get("heading_path") or [] if str(h).strip()]
+    if headings and headings[0].casefold() == title.casefold():
+        headings = headings[1:]
+    first = str(meta.get("text") or "").lstrip().split("\n", 1)[0].lstrip("#").strip().casefold()
+    if headings and first == headings[-1].casefold():
+        headings = headings[:-1]      # the chunk opens with its own heading: the text shows it already
+    return " > ".join(headings)
+
+
+def context_header(meta: dict[str, Any]) -> str:
+    """The chunk's place in the vault, put before its text so a chunk deep in a note still says what it is
+    about: the note title with its aliases in brackets (a name in the other language, an abbreviation), then
+    the `heading_trail`. A note without aliases and headings (e.g. a BEIR document) gets just its title."""
+    title = str(meta.get("title") or "").strip()
+    seen = {title.casefold()}
+    aliases = []
+    for alias in meta.get("aliases") or []:
+        alias = str(alias).strip()
+        if alias and alias.casefold() not in seen:
+            seen.add(alias.casefold())
+            aliases.append(alias)
+    lines = [f"{title} ({', '.join(aliases)})" if aliases else title, heading_trail(meta)]
+    return "\n".join(line for line in lines if line)
 
 
 def embedding_text(meta: dict[str, Any], content: str = "") -> str:
     """`embedding_input` from a chunk's metadata (or its stored payload, which holds the same keys)."""
-    return f"{meta.get('title', '')}\n\n{meta.get('window') or meta.get('text') or content}".strip()[:EMBED_MAX_CHARS]
+    body = meta.get("window") or meta.get("text") or content
+    return f"{context_header(meta)}\n\n{body}".strip()[:EMBED_MAX_CHARS]
 
 
 class MarkdownNoteParser(NodeParser):

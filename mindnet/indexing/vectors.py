@@ -26,7 +26,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.backends import Embedder, EmbedOutcome
-from mindnet.indexing.node_parser import embedding_text
+from mindnet.indexing.node_parser import EMBED_FIELDS, embedding_text
 from mindnet.indexing.sparse import sparse_doc_fn
 from mindnet.store import collections as coll
 
@@ -128,7 +128,7 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
     with lock:
         todo = [(str(p.id), embedding_text(p.payload or {}), str((p.payload or {}).get("path", "?")))
                 for p in coll.scroll_points(client, name, scroll_filter=coll.WITHOUT_DENSE,
-                                            fields=["title", "window", "text", "path"])
+                                            fields=[*EMBED_FIELDS, "path"])
                 if str(p.id) not in skip]
     size = max(1, batch or embedder.batch_size)   # one backend call per round
     parts = [todo[i:i + size] for i in range(0, len(todo), size)]
@@ -193,7 +193,7 @@ async def _embed_rounds(client: Callable[[], QdrantClient], name: str, embedder:
             # a phase 1 may have rewritten or removed some of these chunks meanwhile (a server writes saved
             # notes while it embeds): only chunks that still hold the embedded text get the vector
             now = {str(p.id): embedding_text(p.payload or {}) for p in client().retrieve(
-                name, ids=[v.id for v in ready], with_payload=["title", "window", "text"])}
+                name, ids=[v.id for v in ready], with_payload=EMBED_FIELDS)}
             ready = [v for v in ready if now.get(str(v.id)) == texts[str(v.id)]]
             if ready:
                 client().update_vectors(name, points=ready)

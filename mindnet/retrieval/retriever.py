@@ -37,7 +37,7 @@ from mindnet.retrieval.lexical import LexicalIndex
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
 from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, stats_from_index
-from mindnet.retrieval.scoring import ScoreBreakdown
+from mindnet.retrieval.scoring import ScoreBreakdown, rank_key
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
@@ -445,7 +445,7 @@ class MindnetRetriever(BaseRetriever):
                 retriever_weight=float(c.payload.get("retriever_weight", 1.0)), note_id=note_id,
                 subgraph=subgraph)))
         ranked = sorted(zip(cands, self.scorer.cap(entries, subgraph), strict=True),
-                        key=lambda r: (-r[1][0].total, str(r[0].payload.get("chunk_id", r[0].point_id))))
+                        key=lambda r: (*rank_key(r[1][0]), str(r[0].payload.get("chunk_id", r[0].point_id))))
         self.scorer._client = self.client
         titles = self.scorer.titles_for(subgraph, self._titles if self.cache_edges else None)
         finished: dict[str, NodeWithScore] = {}

@@ -17,7 +17,15 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.retrieval.graph import EdgeIndex, GraphStats, Subgraph, expand, note_of
-from mindnet.retrieval.scoring import EdgeRef, GraphEvidence, ScoreBreakdown, capped, compute_score, explain
+from mindnet.retrieval.scoring import (
+    EdgeRef,
+    GraphEvidence,
+    ScoreBreakdown,
+    capped,
+    compute_score,
+    explain,
+    rank_key,
+)
 from mindnet.settings import RetrieverConfig, ScoringWeights, shipped_retriever
 from mindnet.store.collections import names, scroll_points
 
@@ -161,7 +169,8 @@ class MindnetScorer(BaseNodePostprocessor):
             in_links=stats.in_degree.get(note_id, 0), out_links=stats.out_degree.get(note_id, 0),
             hub_factor=round(stats.spec_in(note_id), 4), pagerank_rel=round(stats.pr_rel.get(note_id, 0.0), 4),
             centrality_damping=round(stats.hub_damping(note_id), 4),
-            capped_below=(titles.get(capped_by) or capped_by) if capped_by else None)
+            capped_below=(titles.get(capped_by) or capped_by) if capped_by else None,
+            capped_below_links_here=not capped_by or subgraph.graph.has_edge(capped_by, note_id))
 
     def finish(self, node: BaseNode, breakdown: ScoreBreakdown, subgraph: Subgraph | None,
                titles: dict[str, str], capped_by: str | None = None) -> NodeWithScore:
@@ -206,5 +215,6 @@ class MindnetScorer(BaseNodePostprocessor):
                 note_id=note_id, subgraph=subgraph)))
         scored = [self.finish(n.node, b, subgraph, titles, by)
                   for n, (b, by) in zip(nodes, self.cap(entries, subgraph), strict=True)]
-        scored.sort(key=lambda x: (-(x.score or 0.0), x.node.metadata.get("chunk_id", x.node.node_id)))
+        scored.sort(key=lambda x: (*rank_key(ScoreBreakdown(**x.node.metadata["score_breakdown"])),
+                                   x.node.metadata.get("chunk_id", x.node.node_id)))
         return scored

@@ -51,6 +51,13 @@ def compute_score(*, semantic: float, retriever_weight: float, edge_bonus: float
         total=sem_term + edge_term + cent_term)
 
 
+def rank_key(b: ScoreBreakdown) -> tuple[float, float]:
+    """Sort key, best first: the total (to 9 decimals), then the semantic term. Chunks the lift cap holds below
+    the same hit tie on their total up to float noise (which differs between the start file's and Qdrant's
+    cosines); the better-matching chunk then comes first, the same from either."""
+    return -round(b.total, 9), -b.semantic_term
+
+
 def capped(b: ScoreBreakdown, ceiling: float, weights: ScoringWeights) -> ScoreBreakdown:
     """`b` with its graph bonuses scaled so the total stays at or below `ceiling` (never below the semantic
     term alone): the graph may bring a note up to the hit that led to it, not past it."""
@@ -77,6 +84,8 @@ class GraphEvidence(BaseModel):
     pagerank_rel: float = Field(0.0, description="global PageRank relative to an average note (1 = average)")
     centrality_damping: float = Field(1.0, description="min(1, 1 / pagerank_rel)")
     capped_below: str | None = Field(None, description="the better hit that led here, which it may not pass")
+    capped_below_links_here: bool = Field(True, description="the capping hit links here; False: no better hit "
+                                                            "links here and the best hit above it caps it")
 
 
 class EdgeRef(BaseModel):
@@ -123,9 +132,12 @@ def graph_sentences(b: ScoreBreakdown, g: GraphEvidence) -> list[str]:
     if g.centrality_damping < 1:
         out.append(f"central in the whole vault (PageRank {g.pagerank_rel:.1f}x an average note): centrality "
                    f"damped (x{g.centrality_damping:.2f})")
-    if g.capped_below:
+    if g.capped_below and g.capped_below_links_here:
         out.append(f"graph bonus cut to {100 * b.graph_scale:.0f}%: kept below '{g.capped_below}', the better hit "
                    f"that led here")
+    elif g.capped_below:
+        out.append(f"graph bonus cut to {100 * b.graph_scale:.0f}%: kept below '{g.capped_below}', a better hit "
+                   f"(the hits linking here score lower: links from weaker hits do not lift a note over a better one)")
     return out
 
 
