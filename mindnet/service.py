@@ -172,6 +172,7 @@ class Mindnet:
         try:
             _ = self.retriever
             _ = self.client
+            self.retriever.warm_dense()
         except (MindnetError, OSError, ValueError) as exc:   # the first search reports it to the user
             if self.answering_from_start_file:   # never answer from files another process may be changing
                 self.__dict__.pop("retriever", None)
