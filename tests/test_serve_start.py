@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from fake_ollama import FakeOllama
 from fastapi.testclient import TestClient
+from helpers_service import warming_with_open_held
 from helpers_vault import copy_sample_vault, fake_settings
 
 import mindnet.service as service_module
@@ -36,30 +37,15 @@ def settings(tmp_path: Path):
 def test_health_answers_while_the_index_is_still_opening(settings, monkeypatch: pytest.MonkeyPatch) -> None:
     # without a start file (tests/test_start_file.py has the case with one): searches wait for the index
     start_file.start_path(Path(settings.qdrant_path), settings.collection_prefix).unlink()
-    release = threading.Event()
-    real_open = service_module.open_client
-
-    def slow_open(s):
-        assert release.wait(30)
-        return real_open(s)
-    monkeypatch.setattr(service_module, "open_client", slow_open)
-    app = Mindnet(settings)
-    warm = threading.Thread(target=app.warm)
-    warm.start()
-    try:
+    with warming_with_open_held(settings, monkeypatch) as (app, open_now):
         with TestClient(create_app(app)) as http:
             body = http.get("/health").json()
             assert (body["status"], body["opening"], body["collections"]) == ("ok", True, {})
             assert (body["searchable"], body["searching_from"]) == (False, None)
-            release.set()
-            warm.join(30)
+            open_now()
             body = http.get("/health").json()
             assert body["opening"] is False and body["collections"]["chunks"] > 0
             assert app.retriever.snapshot_status in ("loaded", "current")   # warm: mirrors ready before a search
-    finally:
-        release.set()
-        warm.join(30)
-        app.close()
 
 
 def test_the_folder_is_opened_once_however_many_threads_ask(settings, monkeypatch: pytest.MonkeyPatch) -> None:

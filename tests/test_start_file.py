@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from fake_ollama import FakeOllama
 from fastapi.testclient import TestClient
+from helpers_service import warming_with_open_held
 from helpers_ui import free_port
 from helpers_vault import copy_sample_vault, fake_settings
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-import mindnet.service as service_module
 from mindnet.api import create_app
 from mindnet.errors import IndexOpeningError
 from mindnet.retrieval.query import QueryRequest
@@ -171,17 +171,7 @@ def test_a_damaged_start_file_is_never_trusted(env: Settings, damage: str) -> No
 
 def test_serve_answers_searches_while_qdrant_is_still_opening(env: Settings, monkeypatch: pytest.MonkeyPatch
                                                              ) -> None:
-    release = threading.Event()
-    real_open = service_module.open_client
-
-    def slow_open(s):
-        assert release.wait(30)
-        return real_open(s)
-    monkeypatch.setattr(service_module, "open_client", slow_open)
-    app = Mindnet(env)
-    warm = threading.Thread(target=app.warm)
-    warm.start()
-    try:
+    with warming_with_open_held(env, monkeypatch) as (app, open_now):
         with TestClient(create_app(app)) as http:
             for _ in range(300):
                 body = http.get("/health").json()
@@ -191,16 +181,11 @@ def test_serve_answers_searches_while_qdrant_is_still_opening(env: Settings, mon
             assert (body["opening"], body["searchable"], body["searching_from"]) == (True, True, "start file")
             during = http.post("/query", json=QUERIES[0])
             assert during.status_code == 200 and during.json()["hits"]
-            release.set()
-            warm.join(30)
+            open_now()
             body = http.get("/health").json()
             assert (body["opening"], body["searching_from"]) == (False, "index")
             after = http.post("/query", json=QUERIES[0]).json()
             assert [h["node_id"] for h in after["hits"]] == [h["node_id"] for h in during.json()["hits"]]
-    finally:
-        release.set()
-        warm.join(30)
-        app.close()
 
 
 def test_an_import_after_the_switch_is_searched_from_qdrant(env: Settings, tmp_path: Path) -> None:

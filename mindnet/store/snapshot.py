@@ -28,9 +28,10 @@ import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from qdrant_client import QdrantClient
@@ -378,10 +379,16 @@ def save(data: IndexData, path: Path) -> None:
         "in_degree": data.in_degree, "out_degree": data.out_degree, "pr_rel": data.pr_rel, "linked": data.linked,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
+    replace_atomically(path, lambda fh: np.savez(fh, **arrays))
+
+
+def replace_atomically(path: Path, write_to: Callable[[BinaryIO], object]) -> None:
+    """Write `path` through `write_to(file)` atomically: a temp file beside it, fsync, rename (a crash leaves
+    the old file or the new one, never half of one)."""
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
+            write_to(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

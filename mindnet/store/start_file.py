@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import time
 import zipfile
 import zlib
@@ -37,7 +35,7 @@ from qdrant_client import QdrantClient
 
 from mindnet.store.collections import DENSE, names
 from mindnet.store.reader import _local_collection, no_gc
-from mindnet.store.snapshot import IndexData, SnapshotError, read_meta, save
+from mindnet.store.snapshot import IndexData, SnapshotError, read_meta, replace_atomically, save
 
 log = logging.getLogger(__name__)
 FORMAT = 2                          # 2: payloads zlib-compressed
@@ -162,10 +160,10 @@ class PendingStart:
     def finish(self) -> None:
         path, blob_path = start_path(self.folder, self.prefix), payloads_path(self.folder, self.prefix)
         path.unlink(missing_ok=True)    # no start file names a payload file that is being replaced
-        _replace(blob_path, lambda fh: fh.write(self.blob.tobytes()))
+        replace_atomically(blob_path, lambda fh: fh.write(self.blob.tobytes()))
         meta = {"format": FORMAT, "digest": self.digest, "qdrant_files": qdrant_files_state(self.folder),
                 "payloads_file": _file_state(blob_path), "counts": self.counts, "created": time.time()}
-        _replace(path, lambda fh: np.savez(fh, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+        replace_atomically(path, lambda fh: np.savez(fh, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
                                            vectors=self.vectors, has_vector=self.has_vector,
                                            payload_offsets=self.offsets))
 
@@ -199,20 +197,6 @@ def collect(client: QdrantClient, prefix: str, data: IndexData, folder: Path) ->
         save(data, snapshot_file(folder, prefix))
     log.info("start file read: %d chunks in %.2f s", len(rows), time.perf_counter() - started)
     return PendingStart(Path(folder), prefix, data.digest, vectors, has, blob, offsets, counts)
-
-
-def _replace(path: Path, write_to: object) -> None:
-    """Write `path` atomically: a temp file beside it, fsync, rename."""
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write_to(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load(folder: Path, prefix: str, data: IndexData) -> StartData:
