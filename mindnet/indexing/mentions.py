@@ -133,10 +133,16 @@ class MentionIndex:
                 continue
             spans.append((start, end, key, ids))
         spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+        # a span overlaps a taken one exactly when it covers a position a taken one covers: one mark per
+        # position keeps this linear in the text (comparing with every taken span grew with the matches per
+        # chunk, and those grow with the number of names in the vault)
+        covered = bytearray(len(hay))
         taken: list[tuple[int, int, str, tuple[str, ...]]] = []
         for span in spans:
-            if any(span[0] <= e and s <= span[1] for s, e, _, _ in taken):
+            start, end = span[0], span[1] + 1
+            if covered.find(1, start, end) >= 0:
                 continue  # "PageRank" inside an already matched "Personalized PageRank"
+            covered[start:end] = b"\x01" * (end - start)
             taken.append(span)
         return taken
 
