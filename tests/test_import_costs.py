@@ -90,3 +90,16 @@ def test_mention_spans_are_the_pairwise_overlap_spans() -> None:
         assert index.spans(hay) == expected, text
         matched += len(expected)
     assert matched > 2000     # the texts really overlap names
+
+
+def test_body_spans_are_counted_once_and_follow_a_changed_body() -> None:
+    notes = [_note("a", "Alpha Beta"), _note("b", "Gamma")]
+    notes[0].body, notes[1].body = "gamma and [[Gamma]] and `gamma`", "alpha beta, gamma"
+    index = MentionIndex(notes, MentionSettings(min_title_length=1))
+    first = index.body_spans(notes[1])
+    assert index.body_spans(notes[1]) is first                        # kept from count_notes
+    assert [s[2] for s in first] == ["alpha beta", "gamma"]
+    assert [s[2] for s in index.body_spans(notes[0])] == ["gamma"]      # link text stripped, code masked
+    edited = _note("b", "Gamma")
+    edited.body = "only gamma here"
+    assert [s[2] for s in index.body_spans(edited)] == ["gamma"]      # same id, another text: scanned again

@@ -62,6 +62,7 @@ class MentionIndex:
         if names:
             self._automaton.make_automaton()
         self.note_freq: Counter[str] = Counter()   # name -> notes (other than its own) that name it
+        self._body_spans: dict[str, tuple[str, list]] = {}   # note id -> (its text, body_spans of it)
         self.notes_counted = 0
         self.seconds = time.perf_counter() - start   # building plus every find(): the cost of mentions
         if all(hasattr(n, "body") for n in notes_list):
@@ -72,14 +73,25 @@ class MentionIndex:
         start = time.perf_counter()
         self.note_freq.clear()
         self.notes_counted = 0
+        self._body_spans.clear()
         for note in notes:
             self.notes_counted += 1
             if not self.size:
                 continue
-            hay = strip_links(mask_code(note.body)).casefold()
-            named = {key for _, _, key, ids in self.spans(hay) if note.note_id not in ids}
+            spans = self.body_spans(note)
+            named = {key for _, _, key, ids in spans if note.note_id not in ids}
             self.note_freq.update(named)
         self.seconds += time.perf_counter() - start
+
+    def body_spans(self, note: Note) -> list[tuple[int, int, str, tuple[str, ...]]]:
+        """`spans` of a note's whole text (links stripped, code masked). Kept per note from `count_notes`:
+        planning asks again for the names each note names and contains, and the scan is the costly part."""
+        held = self._body_spans.get(note.note_id)
+        if held is not None and (held[0] is note.body or held[0] == note.body):
+            return held[1]
+        spans = self.spans(strip_links(mask_code(note.body)).casefold())
+        self._body_spans[note.note_id] = (note.body, spans)
+        return spans
 
     def common_limit(self) -> float:
         """Notes a name may be named in before it counts as common (inf until notes were counted)."""
