@@ -40,6 +40,7 @@ from qdrant_client import models as qm
 
 from mindnet.backends import Embedder
 from mindnet.errors import VaultError
+from mindnet.indexing.heap import full_passes_paused
 from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
 from mindnet.indexing.planning import (
     PIPELINE_VERSION,
@@ -433,7 +434,8 @@ class Importer:
         self._fed = set()
         try:
             # a rebuild drops the index: searches wait for its phase 1 instead of finding it half empty
-            with self.lock if full else nullcontext():
+            # (full GC passes would walk all the import holds, again and again: see mindnet.indexing.heap)
+            with self.lock if full else nullcontext(), full_passes_paused():
                 await self._phase1(vault, report, full=full, progress=progress,
                                    should_stop=None if full else should_stop, first=set(first))
         except BaseException:
