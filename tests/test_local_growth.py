@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
-from qdrant_client.local.local_collection import LocalCollection
+from qdrant_client.local import local_collection
 
 from mindnet.store import local_growth
 from mindnet.store.client import open_local
@@ -109,7 +109,7 @@ def _scenario(folder) -> list[dict]:
 def test_patched_local_collection_behaves_like_the_library(tmp_path, shim_off):
     original = _scenario(tmp_path / "original")
     assert local_growth.install(), "the installed qdrant-client is not one the shim was verified against"
-    assert LocalCollection._add_point is not local_growth._installed["original"]
+    assert local_collection.np is not np and local_collection.np.append is local_growth.growing_append
     patched = _scenario(tmp_path / "patched")
     assert len(original) == len(patched) == 5
     for step, (a, b) in enumerate(zip(original, patched, strict=True)):
@@ -149,8 +149,25 @@ def test_open_local_installs_the_shim(tmp_path, shim_off):
 
 def test_unverified_qdrant_client_is_left_alone(monkeypatch, caplog, shim_off):
     monkeypatch.setattr(local_growth, "_qdrant_version", lambda: "9.9.9")
-    own = LocalCollection._add_point
     with caplog.at_level(logging.INFO, logger="mindnet.store.local_growth"):
         assert local_growth.install() is False
-    assert LocalCollection._add_point is own and not local_growth.installed()
+    assert local_collection.np is np and not local_growth.installed()
     assert "9.9.9" in caplog.text and "not applied" in caplog.text
+
+
+def test_growing_append_gives_numpys_values_and_dtypes() -> None:
+    grow = local_growth.growing_append
+    a = grow(np.zeros(0, dtype=bool), 0)
+    assert a.dtype == np.append(np.zeros(0, dtype=bool), 0).dtype        # bool + int: int64, as numpy
+    for i in range(200):
+        a = grow(a, i % 3 == 0)
+    assert a.tolist() == [0] + [int(i % 3 == 0) for i in range(200)]
+    old = a                                   # an older view appended to again: a copy, the newer one intact
+    newer = grow(a, 7)
+    other = grow(old, 9)
+    assert newer[-1] == 7 and other[-1] == 9 and newer.tolist()[:-1] == other.tolist()[:-1]
+    b = grow(newer, np.array([1.5, 2.5]))     # several values and a wider dtype, as numpy
+    assert b.dtype == np.append(newer, np.array([1.5, 2.5])).dtype and b[-2:].tolist() == [1.5, 2.5]
+    flat = np.zeros((2, 2))
+    assert grow(flat, [[1, 1]], axis=0).tolist() == np.append(flat, [[1, 1]], axis=0).tolist()
+    assert grow(flat, 1).tolist() == np.append(flat, 1).tolist()
