@@ -41,6 +41,7 @@ from mindnet.retrieval.scoring import ScoreBreakdown, rank_key
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
+from mindnet.store.dense_local import dense_top
 from mindnet.store.reader import unit_matrix
 from mindnet.store.snapshot import IndexData, open_index
 from mindnet.store.startup_reader import StartupReader
@@ -355,10 +356,14 @@ class MindnetRetriever(BaseRetriever):
 
         dense_limit = (pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)) * widen
         for vec in dense_vecs:
-            add(self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
-                                         limit=dense_limit, with_payload=lex is None,
-                                         with_vectors=[DENSE] if need_vectors else False).points,
-                dense_scores=True)
+            # local Qdrant, no filter: straight from its unit-vector column (its own query re-normalises it)
+            hits = dense_top(self.client, self.collection, DENSE, vec, dense_limit, need_vectors) \
+                if flt is None and lex is not None else None
+            if hits is None:
+                hits = self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
+                                                limit=dense_limit, with_payload=lex is None,
+                                                with_vectors=[DENSE] if need_vectors else False).points
+            add(hits, dense_scores=True)
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
         sparse_queries: list[qm.SparseVector] = []
