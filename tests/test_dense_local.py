@@ -16,7 +16,7 @@ from mindnet.retrieval.query import QueryRequest
 from mindnet.service import Mindnet
 from mindnet.store import dense_local
 from mindnet.store.collections import DENSE
-from mindnet.store.dense_local import dense_top
+from mindnet.store.dense_local import RowMap, dense_top
 
 DIM = 16
 
@@ -69,6 +69,32 @@ def test_dense_top_defers_to_qdrant_where_it_does_not_apply(tmp_path: Path) -> N
         client.close()
 
 
+def test_a_filter_as_mirror_rows_gives_qdrants_filtered_hits(tmp_path: Path) -> None:
+    client = QdrantClient(path=str(tmp_path / "q"))
+    try:
+        rng = _collection(client)
+        # a mirror in its own order (reversed), holding only live points, as the retriever's snapshot does
+        mirror = [str(i) for i in reversed(range(300)) if i % 7]
+        keep = np.array([int(pid) % 3 == 0 for pid in mirror])
+        rows = RowMap()
+        allowed = rows.allowed(client, "c", mirror, keep)
+        wanted = qm.Filter(must=[qm.HasIdCondition(has_id=[int(p) for p, k in zip(mirror, keep, strict=True) if k])])
+        for _ in range(3):
+            query = rng.normal(size=DIM)
+            ours = dense_top(client, "c", DENSE, query, 20, allowed=allowed)
+            theirs = client.query_points("c", query=query.tolist(), using=DENSE, limit=20, query_filter=wanted,
+                                         with_payload=False).points
+            assert [h.id for h in ours] == [str(p.id) for p in theirs] and ours
+        # a point appended since: the map is rebuilt, and the new point can pass the filter
+        client.upsert("c", [qm.PointStruct(id=999, vector={DENSE: (-query).tolist()}, payload={})])
+        allowed = rows.allowed(client, "c", [*mirror, "999"], np.append(keep, True))
+        assert dense_top(client, "c", DENSE, -query, 1, allowed=allowed)[0].id == "999"
+        # a mirror naming a point Qdrant does not hold: Qdrant must filter itself
+        assert rows.allowed(client, "c", ["12345"], np.array([True])) is None
+    finally:
+        client.close()
+
+
 QUERIES = [
     {"query": "Qdrant als Vektordatenbank", "mode": "hybrid", "expand": {"depth": 1}},
     {"query": "Soll ich einen Reranker einsetzen?", "mode": "hybrid", "expand": {"depth": 2}},
@@ -77,6 +103,8 @@ QUERIES = [
     {"query": "embedding model", "mode": "hybrid", "filters": {"types": ["concept", "decision"]}},
     {"query": "project", "mode": "hybrid", "filters": {"path_prefix": "projects"}},
     {"query": "Reranker", "mode": "hybrid", "variants": ["reranking", "cross encoder"]},
+    {"query": "notes", "mode": "semantic", "filters": {"tags": ["retrieval", "karate"]}},
+    {"query": "Entscheidung", "mode": "semantic", "filters": {"types": ["decision"], "path_prefix": "decisions"}},
 ]
 
 
@@ -101,9 +129,9 @@ def test_retriever_results_are_those_of_qdrants_query(tmp_path: Path, monkeypatc
             monkeypatch.setattr("mindnet.retrieval.retriever.dense_top",
                                 lambda *a, **k: calls.append(a[1]) or real(*a, **k))
             fast = hits()
-            assert len(calls) >= 5          # the unfiltered queries (one per query text) took the direct path
+            assert len(calls) == len(QUERIES) + 2     # every query text took the direct path, filtered ones too
             monkeypatch.setattr("mindnet.retrieval.retriever.dense_top", lambda *a, **k: None)
             assert hits() == fast
-            assert all(fast)
+            assert all(fast), [r["query"] for r, h in zip(QUERIES, fast, strict=True) if not h]
         finally:
             app.close()
