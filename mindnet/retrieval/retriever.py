@@ -41,6 +41,8 @@ from mindnet.retrieval.scoring import ScoreBreakdown, rank_key
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
+from mindnet.store.dense_local import RowMap, dense_top
+from mindnet.store.memory import long_lived
 from mindnet.store.reader import unit_matrix
 from mindnet.store.snapshot import IndexData, open_index
 from mindnet.store.startup_reader import StartupReader
@@ -141,6 +143,7 @@ class MindnetRetriever(BaseRetriever):
         self._data: IndexData | None = None
         self.snapshot_status = "not loaded"
         self._unembedded: tuple[int, int] | None = None   # (chunks without dense vector, all chunks)
+        self._row_map = RowMap()      # mirror rows -> local Qdrant rows, for filtered dense searches
         # a server answers filtered scrolls from payload indexes; local Qdrant (and the reader that stands in
         # for it while it opens) is searched beside in-memory mirrors
         self.cache_edges = is_local(client) or isinstance(client, StartupReader)
@@ -168,8 +171,9 @@ class MindnetRetriever(BaseRetriever):
     def _mirrors(self) -> IndexData:
         """Lexical mirror, edge index, titles and graph figures from the index snapshot (local Qdrant)."""
         if self._data is None:
-            opened = open_index(self.client, self.prefix)
-            self.use_data(opened.data, opened.status)
+            with long_lived():      # they live until the next import changes the index
+                opened = open_index(self.client, self.prefix)
+                self.use_data(opened.data, opened.status)
             log.info("index mirrors ready (%s) in %.2f s", opened.status, opened.seconds)
         return self._data
 
@@ -355,10 +359,19 @@ class MindnetRetriever(BaseRetriever):
 
         dense_limit = (pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)) * widen
         for vec in dense_vecs:
-            add(self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
-                                         limit=dense_limit, with_payload=lex is None,
-                                         with_vectors=[DENSE] if need_vectors else False).points,
-                dense_scores=True)
+            # local Qdrant: straight from its unit-vector column (its own query re-normalises it, and filters
+            # payloads point by point); the mirror's mask is the filter
+            hits = None
+            if lex is not None:
+                allowed = None if mask is None else \
+                    self._row_map.allowed(self.client, self.collection, lex.point_ids, mask)
+                if mask is None or allowed is not None:
+                    hits = dense_top(self.client, self.collection, DENSE, vec, dense_limit, need_vectors, allowed)
+            if hits is None:
+                hits = self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
+                                                limit=dense_limit, with_payload=lex is None,
+                                                with_vectors=[DENSE] if need_vectors else False).points
+            add(hits, dense_scores=True)
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
         sparse_queries: list[qm.SparseVector] = []

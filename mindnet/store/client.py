@@ -19,6 +19,7 @@ from qdrant_client import QdrantClient
 from mindnet.errors import StoreError, StoreLockedError
 from mindnet.settings import Settings
 from mindnet.store import local_growth
+from mindnet.store.memory import long_lived
 
 log = logging.getLogger(__name__)
 HOLDER_FILE = "mindnet.pid"
@@ -76,17 +77,13 @@ def locked_error(folder: Path, holder: str) -> StoreLockedError:
 
 
 def open_local(folder: Path | str) -> QdrantClient:
-    from mindnet.store.reader import no_gc  # (reader imports this module)
-
     local_growth.install()     # local mode's per-point np.append is O(n^2) per collection (see the module)
     if str(folder) == ":memory:":
         return QdrantClient(location=":memory:")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        # opening unpickles every point; with the cyclic collector on, its full passes walk all points read so
-        # far again and again (~25% of the open at 10,000 notes). Nothing unpickled here forms cycles.
-        with no_gc():
+        with long_lived():          # the points it unpickles live as long as the client
             client = QdrantClient(path=str(folder))
     except RuntimeError as exc:
         if "already accessed" not in str(exc):
