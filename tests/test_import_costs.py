@@ -105,36 +105,27 @@ def test_body_spans_are_counted_once_and_follow_a_changed_body() -> None:
     assert [s[2] for s in index.body_spans(edited)] == ["gamma"]      # same id, another text: scanned again
 
 
-def test_full_gc_passes_are_paused_during_phase_1_and_restored(tmp_path, make_app, monkeypatch) -> None:
-    """An import's phase 1 runs without automatic full collections (young ones go on); afterwards, and after a
-    failed import, the thresholds are what they were."""
+def test_phase_1_freezes_what_it_built_after_the_plan_and_each_batch(tmp_path, make_app, monkeypatch) -> None:
+    """The plan and each written batch are frozen (gc.freeze), so later automatic collections do not walk them
+    again; the collector itself stays on."""
     import gc
 
     from helpers_vault import write_vault
 
+    import mindnet.indexing.heap as heap
     import mindnet.indexing.pipeline as pipeline
-    from mindnet.indexing.heap import PAUSED_THRESHOLD, full_passes_paused
 
-    before = gc.get_threshold()
-    seen: list[tuple[int, int, int]] = []
-    phase1 = pipeline.Importer._phase1
+    frozen: list[bool] = []
+    settle = pipeline.settle
+    assert settle is heap.settle
 
-    async def watching(self, *args, **kwargs):
-        seen.append(gc.get_threshold())
-        return await phase1(self, *args, **kwargs)
+    def counting() -> None:
+        before = gc.get_freeze_count()
+        settle()
+        frozen.append(gc.isenabled() and gc.get_freeze_count() >= before)
 
-    monkeypatch.setattr(pipeline.Importer, "_phase1", watching)
-    write_vault(tmp_path / "vault", {"a.md": "# A\n\nsee [[B]]", "b.md": "# B\n\ntext about A"})
-    app = make_app()
-    app.ingest()
-    assert seen and seen[0][2] >= PAUSED_THRESHOLD and seen[0][:2] == before[:2]
-    assert gc.get_threshold() == before
-    with full_passes_paused(), full_passes_paused():      # nested: one pause, undone by the outer end
-        assert gc.get_threshold()[2] >= PAUSED_THRESHOLD
-    assert gc.get_threshold() == before
-    try:
-        with full_passes_paused():
-            raise RuntimeError("import failed")
-    except RuntimeError:
-        pass
-    assert gc.get_threshold() == before
+    monkeypatch.setattr(pipeline, "settle", counting)
+    monkeypatch.setattr(pipeline, "BATCH_NOTES", 2)
+    write_vault(tmp_path / "vault", {f"n{i}.md": f"# N{i}\n\nsee [[N{(i + 1) % 5}]]" for i in range(5)})
+    make_app().ingest()
+    assert frozen == [True] * 4          # after the plan, then after each of the 3 batches of 2, 2 and 1 notes
