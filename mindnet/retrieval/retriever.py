@@ -42,6 +42,7 @@ from mindnet.retrieval.scoring import ScoreBreakdown, rank_key
 from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
+from mindnet.store.dense_local import RowMap, dense_top
 from mindnet.store.reader import unit_matrix
 from mindnet.store.snapshot import IndexData, open_index
 from mindnet.store.startup_reader import StartupReader
@@ -143,6 +144,7 @@ class MindnetRetriever(BaseRetriever):
         self._data: IndexData | None = None
         self.snapshot_status = "not loaded"
         self._unembedded: tuple[int, int] | None = None   # (chunks without dense vector, all chunks)
+        self._row_map = RowMap()      # mirror rows -> local Qdrant rows, for filtered dense searches
         # a server answers filtered scrolls from payload indexes; local Qdrant (and the reader that stands in
         # for it while it opens) is searched beside in-memory mirrors
         self.cache_edges = is_local(client) or isinstance(client, StartupReader)
@@ -358,10 +360,19 @@ class MindnetRetriever(BaseRetriever):
 
         dense_limit = (pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)) * widen
         for vec in dense_vecs:
-            add(self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
-                                         limit=dense_limit, with_payload=lex is None,
-                                         with_vectors=[DENSE] if need_vectors else False).points,
-                dense_scores=True)
+            # local Qdrant: straight from its unit-vector column (its own query re-normalises it, and filters
+            # payloads point by point); the mirror's mask is the filter
+            hits = None
+            if lex is not None:
+                allowed = None if mask is None else \
+                    self._row_map.allowed(self.client, self.collection, lex.point_ids, mask)
+                if mask is None or allowed is not None:
+                    hits = dense_top(self.client, self.collection, DENSE, vec, dense_limit, need_vectors, allowed)
+            if hits is None:
+                hits = self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
+                                                limit=dense_limit, with_payload=lex is None,
+                                                with_vectors=[DENSE] if need_vectors else False).points
+            add(hits, dense_scores=True)
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
         sparse_queries: list[qm.SparseVector] = []
