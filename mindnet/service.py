@@ -38,6 +38,7 @@ from mindnet.settings import Settings
 from mindnet.store import snapshot, start_file
 from mindnet.store.client import held_by_other, locked_error, open_client, release_holder
 from mindnet.store.collections import CollectionLayout, point_id
+from mindnet.store.memory import long_lived
 from mindnet.store.startup_reader import StartupReader
 
 if TYPE_CHECKING:
@@ -200,8 +201,9 @@ class Mindnet:
             if reason is not None:
                 log.info("searches wait for the index to open (%s)", reason)
                 return None
-            data = snapshot.load(start_file.snapshot_file(folder, prefix))
-            reader = StartupReader(prefix, data, start_file.load(folder, prefix, data))
+            with long_lived():      # the mirrors live as long as the index is open
+                data = snapshot.load(start_file.snapshot_file(folder, prefix))
+                reader = StartupReader(prefix, data, start_file.load(folder, prefix, data))
         except (MindnetError, OSError, ValueError) as exc:   # then searches wait for Qdrant, as before
             log.warning("cannot search from the start file: %s", exc)
             return None

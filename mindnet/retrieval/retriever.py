@@ -43,6 +43,7 @@ from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.client import is_local, open_client, open_location
 from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
 from mindnet.store.dense_local import RowMap, dense_top
+from mindnet.store.memory import long_lived
 from mindnet.store.reader import unit_matrix
 from mindnet.store.snapshot import IndexData, open_index
 from mindnet.store.startup_reader import StartupReader
@@ -172,8 +173,9 @@ class MindnetRetriever(BaseRetriever):
     def _mirrors(self) -> IndexData:
         """Lexical mirror, edge index, titles and graph figures from the index snapshot (local Qdrant)."""
         if self._data is None:
-            opened = open_index(self.client, self.prefix)
-            self.use_data(opened.data, opened.status)
+            with long_lived():      # they live until the next import changes the index
+                opened = open_index(self.client, self.prefix)
+                self.use_data(opened.data, opened.status)
             log.info("index mirrors ready (%s) in %.2f s", opened.status, opened.seconds)
         return self._data
 

@@ -18,6 +18,7 @@ from qdrant_client import QdrantClient
 
 from mindnet.errors import StoreError, StoreLockedError
 from mindnet.settings import Settings
+from mindnet.store.memory import long_lived
 
 log = logging.getLogger(__name__)
 HOLDER_FILE = "mindnet.pid"
@@ -80,7 +81,8 @@ def open_local(folder: Path | str) -> QdrantClient:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        client = QdrantClient(path=str(folder))
+        with long_lived():          # the points it unpickles live as long as the client
+            client = QdrantClient(path=str(folder))
     except RuntimeError as exc:
         if "already accessed" not in str(exc):
             raise StoreError(f"cannot open local Qdrant at {folder}: {exc}") from exc

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from qdrant_client import QdrantClient
 
 from mindnet.store.collections import count_without_vector, missing_payload_indexes, names
-from mindnet.store.reader import iter_payloads, no_gc, read_points
+from mindnet.store.memory import no_gc
+from mindnet.store.reader import iter_payloads, read_points
 from mindnet.store.snapshot import snapshot_status
 
 

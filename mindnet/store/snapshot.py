@@ -45,7 +45,8 @@ except ImportError:     # pragma: no cover - another scipy layout: the public op
 from mindnet.errors import StoreError
 from mindnet.store.client import is_local
 from mindnet.store.collections import SPARSE, kind_label, label_kinds, names
-from mindnet.store.reader import iter_payloads, no_gc, read_points
+from mindnet.store.memory import no_gc
+from mindnet.store.reader import iter_payloads, read_points
 
 log = logging.getLogger(__name__)
 FORMAT = 2                          # bump when the arrays change shape or meaning (2: kind labels)

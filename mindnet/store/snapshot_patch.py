@@ -19,7 +19,8 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.store.collections import SPARSE, names, point_id
-from mindnet.store.reader import PointRow, no_gc, read_points
+from mindnet.store.memory import no_gc
+from mindnet.store.reader import PointRow, read_points
 from mindnet.store.snapshot import (
     CHUNK_FIELDS,
     EDGE_COLUMNS,

@@ -34,7 +34,8 @@ import numpy as np
 from qdrant_client import QdrantClient
 
 from mindnet.store.collections import DENSE, names
-from mindnet.store.reader import _local_collection, no_gc
+from mindnet.store.memory import no_gc
+from mindnet.store.reader import _local_collection
 from mindnet.store.snapshot import IndexData, SnapshotError, read_meta, replace_atomically, save
 
 log = logging.getLogger(__name__)
