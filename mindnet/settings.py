@@ -155,6 +155,9 @@ class GraphSettings(Strict):
                                                        "weight min(1, sqrt(hub_degree / links))")
     chance: float = Field(0.0, ge=0, le=1, description="share of the chance-expected linkers (K x in / N) "
                                                          "subtracted in B_edge")
+    near_share: float = Field(0.95, gt=0, le=1, description="a note the graph lifts may pass the better hit that "
+                                                            "led to it when its own semantic term reaches this share "
+                                                            "of that hit's (1: only an equal match)")
 
 
 class HybridSettings(Strict):
@@ -173,6 +176,12 @@ class AggregationSettings(Strict):
     method: Literal["sum", "max", "mean"] = "max"
 
 
+class IntentSettings(Strict):
+    enabled: bool = Field(True, description="weigh notes by the note type a which-question asks for")
+    other_types_weight: float = Field(0.5, ge=0, le=1, description="W_type factor of the notes of other types "
+                                                                  "when a question asks for a type")
+
+
 class RetrieverConfig(Strict):
     mode: Literal["semantic", "hybrid"] = "hybrid"
     group: Literal["note", "chunk"] = Field("note", description="note: top_k distinct notes, each with its best "
@@ -185,6 +194,7 @@ class RetrieverConfig(Strict):
     hybrid: HybridSettings = HybridSettings()
     rerank: RerankSettings = RerankSettings()
     aggregation: AggregationSettings = AggregationSettings()
+    intent: IntentSettings = IntentSettings()
 
 
 # --------------------------------------------------------------------------- decision_engine.yaml

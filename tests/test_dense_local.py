@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fake_ollama import FakeOllama
-from helpers_vault import copy_sample_vault, fake_settings
+from helpers_vault import SAMPLE_QUERIES, copy_sample_vault, fake_settings
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
@@ -96,14 +96,8 @@ def test_a_filter_as_mirror_rows_gives_qdrants_filtered_hits(tmp_path: Path) -> 
 
 
 QUERIES = [
-    {"query": "Qdrant als Vektordatenbank", "mode": "hybrid", "expand": {"depth": 1}},
-    {"query": "Soll ich einen Reranker einsetzen?", "mode": "hybrid", "expand": {"depth": 2}},
-    {"query": "reranker decision", "mode": "hybrid", "expand": {"depth": 0}, "group": "chunk"},
-    {"query": "Wie geht es mir heute?", "mode": "semantic"},
-    {"query": "embedding model", "mode": "hybrid", "filters": {"types": ["concept", "decision"]}},
-    {"query": "project", "mode": "hybrid", "filters": {"path_prefix": "projects"}},
+    *SAMPLE_QUERIES,
     {"query": "Reranker", "mode": "hybrid", "variants": ["reranking", "cross encoder"]},
-    {"query": "notes", "mode": "semantic", "filters": {"tags": ["retrieval", "karate"]}},
     {"query": "Entscheidung", "mode": "semantic", "filters": {"types": ["decision"], "path_prefix": "decisions"}},
 ]
 

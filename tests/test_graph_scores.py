@@ -146,6 +146,27 @@ def test_a_note_lifted_by_weaker_hits_stays_below_a_better_hit_and_says_so() -> 
     assert MindnetScorer.evidence("c", linked, {"a": "A"}, "a").capped_below_links_here is True
 
 
+def test_a_near_equal_match_of_its_own_may_pass_the_hit_that_led_to_it() -> None:
+    # a (0.90) links to c (0.86 + 0.3 * 1.0 = 1.16). 0.86 / 0.90 = 0.956: with graph.near_share 0.95 c is a
+    # near-equal match in its own right and the link lifts it past a; at 0.97 it is held at 0.9 - 1e-6
+    sub = subgraph([("a", "c", 1.0)], {"a": 0.9, "c": 0.86})
+    a = compute_score(semantic=0.9, retriever_weight=1.0, edge_bonus=0.0, centrality_bonus=0.0, weights=WEIGHTS)
+    c = compute_score(semantic=0.86, retriever_weight=1.0, edge_bonus=1.0, centrality_bonus=0.0, weights=WEIGHTS)
+    assert c.total == pytest.approx(1.16)
+    assert lift_ceilings([("a", a), ("c", c)], sub, near_share=0.95)[1] == (None, None)
+    assert lift_ceilings([("a", a), ("c", c)], sub, near_share=0.97)[1] == (pytest.approx(0.9 - 1e-6), "a")
+    # a note with no semantic evidence is held whatever the share, even below a hit without any either
+    z = compute_score(semantic=0.0, retriever_weight=1.0, edge_bonus=1.0, centrality_bonus=0.0, weights=WEIGHTS)
+    zero = compute_score(semantic=0.0, retriever_weight=1.0, edge_bonus=0.0, centrality_bonus=0.0, weights=WEIGHTS)
+    held = subgraph([("a", "z", 1.0)], {"a": 0.0})
+    assert lift_ceilings([("a", zero), ("z", z)], held, near_share=0.5)[1] == (pytest.approx(-1e-6), "a")
+
+
+def test_the_scorer_reads_near_share_from_the_config() -> None:
+    assert MindnetScorer().near_share == 0.95
+    assert MindnetScorer.from_config(config(**{"graph.near_share": 1.0})).near_share == 1.0
+
+
 NOTES = [NoteSpec("a", [at_cos(0.9)]), NoteSpec("b", [at_cos(0.85)]), NoteSpec("c", [at_cos(0.8)]),
          NoteSpec("far", [at_cos(0.0)])]
 

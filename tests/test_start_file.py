@@ -21,7 +21,7 @@ from fake_ollama import FakeOllama
 from fastapi.testclient import TestClient
 from helpers_service import warming_with_open_held
 from helpers_ui import free_port
-from helpers_vault import copy_sample_vault, fake_settings
+from helpers_vault import SAMPLE_QUERIES, copy_sample_vault, fake_settings
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
@@ -34,15 +34,7 @@ from mindnet.store import snapshot, start_file
 from mindnet.store.collections import DENSE, WITHOUT_DENSE, names
 from mindnet.store.startup_reader import StartupReader
 
-QUERIES = [
-    {"query": "Qdrant als Vektordatenbank", "mode": "hybrid", "expand": {"depth": 1}},
-    {"query": "Soll ich einen Reranker einsetzen?", "mode": "hybrid", "expand": {"depth": 2}},
-    {"query": "reranker decision", "mode": "hybrid", "expand": {"depth": 0}, "group": "chunk"},
-    {"query": "Wie geht es mir heute?", "mode": "semantic"},
-    {"query": "embedding model", "mode": "hybrid", "filters": {"types": ["concept", "decision"]}},
-    {"query": "project", "mode": "hybrid", "filters": {"path_prefix": "projects"}},
-    {"query": "notes", "mode": "semantic", "filters": {"tags": ["ai"]}},
-]
+QUERIES = SAMPLE_QUERIES
 
 
 @pytest.fixture()

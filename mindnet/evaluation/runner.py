@@ -40,6 +40,7 @@ from mindnet.evaluation.mocs import inject_mocs, is_moc
 from mindnet.evaluation.vault_queries import gold_qrels, load_questions, make_questions, write_questions
 from mindnet.indexing.pipeline import chunk_vector_store
 from mindnet.indexing.report import ImportReport
+from mindnet.retrieval.intent import type_vocabulary
 from mindnet.retrieval.query import ExpandRequest, QueryRequest
 from mindnet.retrieval.retriever import MindnetRetriever
 from mindnet.service import Mindnet
@@ -261,7 +262,8 @@ def _measure(app: Mindnet, settings: Settings, target: EvalTarget, modes: Sequen
     config = eval_retriever_config(settings.retriever)
     kinds = {k for spec in settings.types.types.values() for k in spec.edge_defaults}
     retriever = MindnetRetriever(client=app.client, embed_model=app.embed_model, config=config,
-                                 prefix=settings.collection_prefix, known_edge_kinds=kinds)
+                                 prefix=settings.collection_prefix, known_edge_kinds=kinds,
+                                 type_words=type_vocabulary(settings.types))
     index = VectorStoreIndex.from_vector_store(chunk_vector_store(app.client, settings.collection_prefix),
                                                embed_model=app.embed_model)
     plain = VectorIndexRetriever(index=index, similarity_top_k=TOP_K)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -15,6 +16,7 @@ from pydantic import (
 )
 
 from mindnet.errors import QueryError
+from mindnet.retrieval.intent import asked_types
 from mindnet.settings import RetrieverConfig
 
 MAX_TEXT_CHARS = 2000
@@ -108,8 +110,10 @@ class QueryRequest(BaseModel):
     def sparse_text(self, text: str) -> str:
         return " ".join(k.strip() for k in self.keywords if k.strip()) or text
 
-    def resolved(self, config: RetrieverConfig, known_kinds: set[str]) -> ResolvedQuery:
-        """Apply defaults and bounds; raise QueryError naming the field for anything out of range."""
+    def resolved(self, config: RetrieverConfig, known_kinds: set[str],
+                 type_words: Mapping[str, str] | None = None) -> ResolvedQuery:
+        """Apply defaults and bounds; raise QueryError naming the field for anything out of range. `type_words`
+        (word -> note type, `intent.type_vocabulary`) finds the note type a which-question asks for."""
         top_k = config.top_k if self.top_k is None else self.top_k
         if top_k < 1:
             raise QueryError(f"must be at least 1, got {top_k}", field="top_k")
@@ -131,7 +135,8 @@ class QueryRequest(BaseModel):
                              edge_types=list(kinds), rerank=config.rerank.enabled if self.rerank is None
                              else self.rerank,
                              aggregate=self.aggregate or (config.aggregation.method if config.aggregation.enabled
-                                                          else None))
+                                                          else None),
+                             asked_types=asked_types(self.query, type_words or {}) if config.intent.enabled else [])
 
 
 class ResolvedQuery(BaseModel):
@@ -144,3 +149,5 @@ class ResolvedQuery(BaseModel):
     rerank: bool
     aggregate: Literal["sum", "max", "mean"] | None = None   # per-note results: the request's, else the config's
     group: Literal["note", "chunk"] = "note"
+    asked_types: list[str] = Field(default_factory=list, description="note types the question asks for "
+                                                                     "(\"Which book ...?\" -> source)")

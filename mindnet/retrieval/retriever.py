@@ -33,6 +33,7 @@ from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError
 from mindnet.indexing.sparse import SparseEncoder, to_qdrant
 from mindnet.retrieval.graph import EdgeIndex, FanOut, GraphStats, Subgraph, expand
+from mindnet.retrieval.intent import type_vocabulary
 from mindnet.retrieval.lexical import LexicalIndex
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
@@ -122,7 +123,7 @@ class MindnetRetriever(BaseRetriever):
                  prefix: str = "mindnet", known_edge_kinds: set[str] | None = None,
                  reranker: BaseNodePostprocessor | None = None, sparse: SparseEncoder | None = None,
                  defaults: dict[str, Any] | None = None, lock: threading.Lock | None = None,
-                 **kwargs: Any) -> None:
+                 type_words: dict[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.client = client
         self.embed_model = embed_model
@@ -133,6 +134,7 @@ class MindnetRetriever(BaseRetriever):
         self.reranker = reranker
         self.sparse = sparse or SparseEncoder()
         self.defaults = defaults or {}       # QueryRequest fields used by plain `retrieve(str)` calls
+        self.type_words = type_words or {}   # word -> note type, for the type a question asks for (intent.py)
         self.scorer = MindnetScorer.from_config(config, client=client, prefix=prefix, depth=0)
         # local Qdrant is one client: serialise its use across threads (and with imports, when shared)
         self._lock = lock or threading.Lock()
@@ -248,6 +250,7 @@ class MindnetRetriever(BaseRetriever):
     def from_settings(cls, settings: Settings, *, client: QdrantClient, embed_model: BaseEmbedding,
                       **kwargs: Any) -> MindnetRetriever:
         kinds = {k for spec in settings.types.types.values() for k in spec.edge_defaults}
+        kwargs.setdefault("type_words", type_vocabulary(settings.types))
         return cls(client=client, embed_model=embed_model, config=settings.retriever,
                    prefix=settings.collection_prefix, known_edge_kinds=kinds, **kwargs)
 
@@ -292,7 +295,7 @@ class MindnetRetriever(BaseRetriever):
     # ------------------------------------------------------------------ search
 
     def resolve(self, request: QueryRequest) -> ResolvedQuery:
-        return request.resolved(self.config, self.known_edge_kinds)
+        return request.resolved(self.config, self.known_edge_kinds, self.type_words)
 
     async def asearch(self, request: QueryRequest) -> RetrievalResult:
         return await asyncio.to_thread(self.search, request)
@@ -460,13 +463,16 @@ class MindnetRetriever(BaseRetriever):
         for the ones shown. Returns the shown nodes (one per note when grouping by note, its other matching
         chunks as `passages`) and, for per-note aggregation, every chunk node."""
         hybrid = q.mode == "hybrid"
+        # a which-question asking for a type present among the candidates damps the other types (intent.py)
+        asked = [t for t in q.asked_types if any(c.payload.get("type") == t for c in cands)]
+        other = self.config.intent.other_types_weight
         entries: list[tuple[str, ScoreBreakdown]] = []
         for c in cands:
             note_id = str(c.payload.get("note_id", ""))
             entries.append((note_id, self.scorer.breakdown(
                 semantic=c.semantic, dense=c.dense if c.embedded else None, lexical=c.lexical if hybrid else None,
                 retriever_weight=float(c.payload.get("retriever_weight", 1.0)), note_id=note_id,
-                subgraph=subgraph)))
+                subgraph=subgraph, type_intent=1.0 if not asked or c.payload.get("type") in asked else other)))
         ranked = sorted(zip(cands, self.scorer.cap(entries, subgraph), strict=True),
                         key=lambda r: (*rank_key(r[1][0]), str(r[0].payload.get("chunk_id", r[0].point_id))))
         self.scorer._client = self.client
@@ -478,7 +484,7 @@ class MindnetRetriever(BaseRetriever):
             if c.point_id not in finished:
                 titles.setdefault(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
                 finished[c.point_id] = self.scorer.finish(self._to_node(c, hybrid=hybrid).node, b, subgraph,
-                                                          titles, by)
+                                                          titles, by, asked)
                 if not c.embedded:
                     finished[c.point_id].node.metadata["explanation"]["reasons"].insert(
                         1, "not embedded yet (the import is still adding vectors): ranked by keywords and links only")

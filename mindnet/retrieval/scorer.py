@@ -64,18 +64,21 @@ def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> lis
     return refs
 
 
-def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph | None
+def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph | None, near_share: float = 1.0
                   ) -> list[tuple[float | None, str | None]]:
     """For each (note id, breakdown): the total it may not pass and the note that sets it, or (None, None).
 
     A note lifted by the graph stays below the best hit that led to it: among the notes linking to it in the
     subgraph (else the seeds), those with a higher semantic term, whose own totals are final by then (they are
-    visited first, by semantic term)."""
+    visited first, by semantic term). A note whose own semantic term reaches `near_share` of that hit's is a
+    near-equal match in its own right (retriever.yaml graph.near_share): the links may decide between the two,
+    so it is not held."""
     out: list[tuple[float | None, str | None]] = [(None, None)] * len(entries)
     if subgraph is None:
         return out
     order = sorted(range(len(entries)), key=lambda i: (-entries[i][1].semantic_term, i))
     final: dict[str, float] = {}
+    own: dict[str, float] = {}       # a visited note's best semantic term (its first visited chunk's)
     for i in order:
         note, b = entries[i]
         if b.edge_term + b.centrality_term > 0:
@@ -84,8 +87,10 @@ def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph 
             leaders = leaders or [s for s in subgraph.seeds if s in final and s != note]
             if leaders:
                 best = max(leaders, key=lambda n: (final[n], n))
-                out[i] = (final[best] - 1e-6, best)
+                if b.semantic_term <= 0 or b.semantic_term < near_share * own[best]:
+                    out[i] = (final[best] - 1e-6, best)
         final[note] = max(final.get(note, float("-inf")), b.total if out[i][0] is None else min(b.total, out[i][0]))
+        own.setdefault(note, b.semantic_term)
     return out
 
 
@@ -106,6 +111,9 @@ class MindnetScorer(BaseNodePostprocessor):
                               description="links a note may have before its links count less")
     chance: float = Field(default_factory=lambda: shipped_retriever().graph.chance, ge=0, le=1,
                           description="share of the chance-expected linkers subtracted in B_edge")
+    near_share: float = Field(default_factory=lambda: shipped_retriever().graph.near_share, gt=0, le=1,
+                              description="a lifted note whose own semantic term reaches this share of the hit "
+                                          "that would cap it may pass it")
     _client: QdrantClient | None = PrivateAttr(default=None)
     _stats: GraphStats | None = PrivateAttr(default=None)
 
@@ -118,7 +126,7 @@ class MindnetScorer(BaseNodePostprocessor):
                     depth: int | None = None) -> MindnetScorer:
         return cls(client=client, weights=config.scoring, prefix=prefix, edge_types=list(config.expand.edge_types),
                    depth=config.expand.depth if depth is None else depth, hub_degree=config.graph.hub_degree,
-                   chance=config.graph.chance)
+                   chance=config.graph.chance, near_share=config.graph.near_share)
 
     @classmethod
     def class_name(cls) -> str:
@@ -145,10 +153,12 @@ class MindnetScorer(BaseNodePostprocessor):
         return self._stats
 
     def breakdown(self, *, semantic: float, retriever_weight: float, note_id: str, subgraph: Subgraph | None,
-                  dense: float | None = None, lexical: float | None = None) -> ScoreBreakdown:
+                  dense: float | None = None, lexical: float | None = None, type_intent: float = 1.0
+                  ) -> ScoreBreakdown:
         """The formula for one hit (pure: no I/O), so a caller can rank many candidates cheaply."""
         return compute_score(
             semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight,
+            type_intent=type_intent,
             edge_bonus=subgraph.edge_bonus(note_id) if subgraph else 0.0,
             centrality_bonus=subgraph.centrality_bonus(note_id) if subgraph else 0.0, weights=self.weights)
 
@@ -156,7 +166,8 @@ class MindnetScorer(BaseNodePostprocessor):
             ) -> list[tuple[ScoreBreakdown, str | None]]:
         """Each breakdown with the lift cap applied, and the note that capped it (or None)."""
         return [(capped(b, ceiling, self.weights), by) if ceiling is not None and b.total > ceiling else (b, None)
-                for (_, b), (ceiling, by) in zip(entries, lift_ceilings(entries, subgraph), strict=True)]
+                for (_, b), (ceiling, by) in zip(entries, lift_ceilings(entries, subgraph, self.near_share),
+                                                 strict=True)]
 
     @staticmethod
     def evidence(note_id: str, subgraph: Subgraph, titles: dict[str, str], capped_by: str | None
@@ -173,7 +184,8 @@ class MindnetScorer(BaseNodePostprocessor):
             capped_below_links_here=not capped_by or subgraph.graph.has_edge(capped_by, note_id))
 
     def finish(self, node: BaseNode, breakdown: ScoreBreakdown, subgraph: Subgraph | None,
-               titles: dict[str, str], capped_by: str | None = None) -> NodeWithScore:
+               titles: dict[str, str], capped_by: str | None = None,
+               asked_types: list[str] | None = None) -> NodeWithScore:
         """A copy of `node` scored `breakdown.total`, with breakdown and explanation in its metadata."""
         meta = node.metadata
         sem = meta.get(SEMANTIC_KEY) or {}
@@ -184,7 +196,7 @@ class MindnetScorer(BaseNodePostprocessor):
                               outgoing=outgoing, via_graph=bool(sem.get("via_graph")),
                               graph_used=subgraph is not None,
                               graph=self.evidence(note_id, subgraph, titles, capped_by) if subgraph else None,
-                              index_note=bool(meta.get("index_note")))
+                              index_note=bool(meta.get("index_note")), asked_types=asked_types)
         copy = node.model_copy()
         copy.metadata = {**meta, "score_breakdown": breakdown.model_dump(), "explanation": explanation.model_dump()}
         copy.excluded_llm_metadata_keys = list(dict.fromkeys([*copy.excluded_llm_metadata_keys, *RESULT_KEYS]))

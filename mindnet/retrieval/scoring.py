@@ -1,6 +1,9 @@
 """The score formula and the explanation of a hit, as data.
 
     total = W_sem * S_sem * max(W_type, 0) + W_edge * B_edge + W_cent * B_cent
+
+W_type is the note type's `retriever_weight`, times `type_intent` when the question asks for another type
+(`mindnet.retrieval.intent`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ class ScoreBreakdown(BaseModel):
     semantic: float = Field(description="S_sem: similarity to the query (hybrid: dense and lexical fused)")
     dense: float | None = Field(None, description="cosine similarity of the dense vectors")
     lexical: float | None = Field(None, description="normalised BM25 score (hybrid only)")
-    retriever_weight: float = Field(description="W_type of the note's type")
+    retriever_weight: float = Field(description="W_type of the note's type (types.yaml retriever_weight)")
+    type_intent: float = Field(1.0, description="factor on W_type from the question: below 1 when it asks for "
+                                                "another note type (retriever.yaml intent.other_types_weight)")
     edge_bonus: float = Field(0.0, description="B_edge: links from the seed hits into this note, each weighted by "
                                                "the hit's relevance and both ends' specificity, / #seeds (0..1)")
     centrality_bonus: float = Field(0.0, description="B_cent: share of the seeds' PageRank walk reaching this note "
@@ -36,14 +41,15 @@ class ScoreBreakdown(BaseModel):
 
 def compute_score(*, semantic: float, retriever_weight: float, edge_bonus: float, centrality_bonus: float,
                   weights: ScoringWeights, dense: float | None = None, lexical: float | None = None,
-                  graph_scale: float = 1.0) -> ScoreBreakdown:
-    """The formula; `graph_scale` (0..1) scales both graph bonuses (the lift cap), so the terms still add up."""
+                  graph_scale: float = 1.0, type_intent: float = 1.0) -> ScoreBreakdown:
+    """The formula; `graph_scale` (0..1) scales both graph bonuses (the lift cap), so the terms still add up;
+    `type_intent` multiplies W_type (the question asks for another type: below 1)."""
     edge_bonus, centrality_bonus = edge_bonus * graph_scale, centrality_bonus * graph_scale
-    sem_term = weights.semantic_weight * semantic * max(retriever_weight, 0.0)
+    sem_term = weights.semantic_weight * semantic * max(retriever_weight, 0.0) * type_intent
     edge_term = weights.edge_weight * edge_bonus
     cent_term = weights.centrality_weight * centrality_bonus
     return ScoreBreakdown(
-        semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight,
+        semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight, type_intent=type_intent,
         edge_bonus=edge_bonus, centrality_bonus=centrality_bonus, graph_scale=graph_scale,
         semantic_weight=weights.semantic_weight,
         edge_weight=weights.edge_weight, centrality_weight=weights.centrality_weight,
@@ -68,7 +74,7 @@ def capped(b: ScoreBreakdown, ceiling: float, weights: ScoringWeights) -> ScoreB
     base = b.graph_scale or 1.0
     return compute_score(semantic=b.semantic, dense=b.dense, lexical=b.lexical, retriever_weight=b.retriever_weight,
                          edge_bonus=b.edge_bonus / base, centrality_bonus=b.centrality_bonus / base,
-                         weights=weights, graph_scale=scale)
+                         weights=weights, graph_scale=scale, type_intent=b.type_intent)
 
 
 class GraphEvidence(BaseModel):
@@ -143,15 +149,21 @@ def graph_sentences(b: ScoreBreakdown, g: GraphEvidence) -> list[str]:
 
 def explain(b: ScoreBreakdown, *, note_type: str, incoming: list[EdgeRef], outgoing: list[EdgeRef],
             via_graph: bool, graph_used: bool, graph: GraphEvidence | None = None,
-            index_note: bool = False) -> Explanation:
+            index_note: bool = False, asked_types: list[str] | None = None) -> Explanation:
     parts = [f"semantic match {b.semantic:.3f}"]
     if b.dense is not None and b.lexical is not None:
         parts[0] += f" (dense {b.dense:.3f}, lexical {b.lexical:.3f})"
     elif b.dense is not None:   # semantic mode: the cosine, min-max scaled over the candidates
         parts[0] += f" (cosine {b.dense:.3f}, scaled between the candidates' lowest and highest)"
-    reasons = [parts[0] + f" x type '{note_type}' weight {b.retriever_weight:g} -> {b.semantic_term:.3f}"]
+    weight = f"{b.retriever_weight:g}" if b.type_intent == 1 else f"{b.retriever_weight:g} x {b.type_intent:g}"
+    reasons = [parts[0] + f" x type '{note_type}' weight {weight} -> {b.semantic_term:.3f}"]
     if index_note:
         reasons.append(f"index note (mostly links to other notes): damped (x{b.retriever_weight:g})")
+    if asked_types:
+        asked = " or ".join(f"'{t}'" for t in asked_types)
+        reasons.append(f"the question asks for a {asked} note: this one is of that type" if b.type_intent == 1 else
+                       f"the question asks for a {asked} note, this is a '{note_type}' note: damped "
+                       f"(x{b.type_intent:g})")
     if via_graph:
         reasons.append("found through graph expansion from the vector hits")
     if graph is not None:
