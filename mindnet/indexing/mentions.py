@@ -62,6 +62,7 @@ class MentionIndex:
         if names:
             self._automaton.make_automaton()
         self.note_freq: Counter[str] = Counter()   # name -> notes (other than its own) that name it
+        self._body_spans: dict[str, tuple[str, list]] = {}   # note id -> (its text, body_spans of it)
         self.notes_counted = 0
         self.seconds = time.perf_counter() - start   # building plus every find(): the cost of mentions
         if all(hasattr(n, "body") for n in notes_list):
@@ -72,14 +73,25 @@ class MentionIndex:
         start = time.perf_counter()
         self.note_freq.clear()
         self.notes_counted = 0
+        self._body_spans.clear()
         for note in notes:
             self.notes_counted += 1
             if not self.size:
                 continue
-            hay = strip_links(mask_code(note.body)).casefold()
-            named = {key for _, _, key, ids in self.spans(hay) if note.note_id not in ids}
+            spans = self.body_spans(note)
+            named = {key for _, _, key, ids in spans if note.note_id not in ids}
             self.note_freq.update(named)
         self.seconds += time.perf_counter() - start
+
+    def body_spans(self, note: Note) -> list[tuple[int, int, str, tuple[str, ...]]]:
+        """`spans` of a note's whole text (links stripped, code masked). Kept per note from `count_notes`:
+        planning asks again for the names each note names and contains, and the scan is the costly part."""
+        held = self._body_spans.get(note.note_id)
+        if held is not None and (held[0] is note.body or held[0] == note.body):
+            return held[1]
+        spans = self.spans(strip_links(mask_code(note.body)).casefold())
+        self._body_spans[note.note_id] = (note.body, spans)
+        return spans
 
     def common_limit(self) -> float:
         """Notes a name may be named in before it counts as common (inf until notes were counted)."""
@@ -133,10 +145,16 @@ class MentionIndex:
                 continue
             spans.append((start, end, key, ids))
         spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+        # a span overlaps a taken one exactly when it covers a position a taken one covers: one mark per
+        # position keeps this linear in the text (comparing with every taken span grew with the matches per
+        # chunk, and those grow with the number of names in the vault)
+        covered = bytearray(len(hay))
         taken: list[tuple[int, int, str, tuple[str, ...]]] = []
         for span in spans:
-            if any(span[0] <= e and s <= span[1] for s, e, _, _ in taken):
+            start, end = span[0], span[1] + 1
+            if covered.find(1, start, end) >= 0:
                 continue  # "PageRank" inside an already matched "Personalized PageRank"
+            covered[start:end] = b"\x01" * (end - start)
             taken.append(span)
         return taken
 

@@ -40,6 +40,7 @@ from qdrant_client import models as qm
 
 from mindnet.backends import Embedder
 from mindnet.errors import VaultError
+from mindnet.indexing.heap import settle
 from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
 from mindnet.indexing.planning import (
     PIPELINE_VERSION,
@@ -533,6 +534,7 @@ class Importer:
                                  f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "
                                  f"index on purpose, run with --full", path=str(vault))
         self.progress.update(notes_total=total)
+        settle()      # the plan lives through the import: no GC pass walks it again (mindnet.indexing.heap)
         changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
         changed.sort(key=lambda p: p.note.path not in first)   # the notes just saved go first (stable sort)
         changed_ids = {p.note.note_id for p in changed}
@@ -594,6 +596,7 @@ class Importer:
                     stored.update(self._records(unknown))
                 known.update(unknown)
             self._write_changed(batch, stored, report)
+            settle()
             done += len(batch)
             self.progress.update(notes_written=done)
             self.on_written()

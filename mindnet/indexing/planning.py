@@ -26,7 +26,7 @@ from mindnet.indexing.mentions import MentionIndex, common_limit
 from mindnet.indexing.node_parser import MarkdownNoteParser
 from mindnet.indexing.state import IndexState, NoteEntry, link_keys
 from mindnet.settings import MentionSettings, TypesConfig
-from mindnet.vault.links import extract_links, mask_code, strip_links
+from mindnet.vault.links import extract_links
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue, iter_markdown_stats, load_note, scan_vault
 
@@ -93,13 +93,12 @@ def _plan_note(note: Note, parser: MarkdownNoteParser, resolver: LinkResolver, t
 
 def found_in(note: Note, mentions: MentionIndex) -> list[str]:
     """Every name in a note's text, its own included (a name shared with another note makes an edge)."""
-    return sorted({key for _, _, key, _ in mentions.spans(strip_links(mask_code(note.body)).casefold())})
+    return sorted({key for _, _, key, _ in mentions.body_spans(note)})
 
 
 def named_in(note: Note, mentions: MentionIndex) -> list[str]:
     """The names a note's text names, as `MentionIndex.count_notes` counts them (its own names excluded)."""
-    hay = strip_links(mask_code(note.body)).casefold()
-    return sorted({key for _, _, key, ids in mentions.spans(hay) if note.note_id not in ids})
+    return sorted({key for _, _, key, ids in mentions.body_spans(note) if note.note_id not in ids})
 
 
 def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",

@@ -18,6 +18,7 @@ from qdrant_client import QdrantClient
 
 from mindnet.errors import StoreError, StoreLockedError
 from mindnet.settings import Settings
+from mindnet.store import local_growth
 from mindnet.store.memory import long_lived
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ def locked_error(folder: Path, holder: str) -> StoreLockedError:
 
 
 def open_local(folder: Path | str) -> QdrantClient:
+    local_growth.install()     # local mode's per-point np.append is O(n^2) per collection (see the module)
     if str(folder) == ":memory:":
         return QdrantClient(location=":memory:")
     folder = Path(folder)
