@@ -3,6 +3,7 @@ scores as Qdrant's own query, live points only, and the hybrid retriever's resul
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -127,5 +128,32 @@ def test_retriever_results_are_those_of_qdrants_query(tmp_path: Path, monkeypatc
             monkeypatch.setattr("mindnet.retrieval.retriever.dense_top", lambda *a, **k: None)
             assert hits() == fast
             assert all(fast), [r["query"] for r, h in zip(QUERIES, fast, strict=True) if not h]
+        finally:
+            app.close()
+
+
+def test_a_chunk_written_after_the_mirror_loaded_is_found_with_its_payload(tmp_path: Path) -> None:
+    """A live import writes a chunk between two refreshes of the in-memory mirror: a dense search finds it in
+    Qdrant, and its payload comes from Qdrant (it was a KeyError 'chunk_id', now and then, in the live tests)."""
+    copy_sample_vault(tmp_path / "vault")
+    with FakeOllama() as server:
+        app = Mindnet(fake_settings(tmp_path, server.url))
+        try:
+            app.ingest()
+            request = {"query": "Qdrant als Vektordatenbank", "mode": "hybrid", "expand": {"depth": 1},
+                       "group": "chunk", "top_k": 50}
+            first = app.query(QueryRequest(**request))["hits"][0]["node_id"]
+            collection = app.retriever.collection
+            original = next(p for p in app.client.scroll(collection, limit=1000, with_payload=True,
+                                                         with_vectors=True)[0]
+                            if p.payload["chunk_id"] == first)
+            copy = "00000000-0000-4000-8000-000000000001"
+            node = json.loads(original.payload["_node_content"])      # LlamaIndex's node, as the importer writes it
+            node["id_"] = copy
+            payload = {**original.payload, "chunk_id": first + "-copy", "_node_content": json.dumps(node)}
+            app.client.upsert(collection, [qm.PointStruct(id=copy,
+                                                          vector=original.vector, payload=payload)])
+            found = [n.node.node_id for n in app.retriever.search(QueryRequest(**request)).nodes]
+            assert str(original.id) in found and copy in found     # retriever nodes carry point ids
         finally:
             app.close()

@@ -344,13 +344,19 @@ class MindnetRetriever(BaseRetriever):
 
         def add(points: list[Any], via_graph: bool = False, dense_scores: bool = False) -> None:
             """`dense_scores`: the points come from a dense search, so a point's score is its cosine."""
+            # a point written after the mirror was loaded (a live import between two write steps) is not in it:
+            # its payload comes from Qdrant
+            newer = [str(p.id) for p in points if lex is not None and p.payload is None and str(p.id) not in
+                     lex.row_of and str(p.id) not in cands]
+            fetched = {str(r.id): r.payload for r in self.client.retrieve(self.collection, ids=newer,
+                                                                          with_payload=True)} if newer else {}
             for p in points:
                 pid = str(p.id)
                 # without a payload (local: read in full only for the hits shown) the mirror has the fields
                 row = lex.row_of.get(pid) if lex is not None and p.payload is None else None
-                payload = lex.brief_payload(row) if row is not None else p.payload or {}
-                if pid in cands or not self._keep(q, payload):
-                    continue
+                payload = lex.brief_payload(row) if row is not None else p.payload or fetched.get(pid) or {}
+                if pid in cands or "chunk_id" not in payload or not self._keep(q, payload):
+                    continue   # (no payload: deleted since it was found)
                 vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else p.vector
                 c = Candidate(pid, payload, _unit(vec) if vec is not None else None, via_graph=via_graph,
                               brief=row is not None)
