@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 
@@ -77,3 +78,11 @@ def make_app(tmp_path, fake_ollama):
 # ============================================================================================
 # END vault import
 # ============================================================================================
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze_the_heap() -> Iterator[None]:
+    """Opening an index freezes the heap (mindnet.store.memory.long_lived): right for a process with one index,
+    but a test process opens hundreds; hand the frozen objects back to the collector after each test."""
+    yield
+    gc.unfreeze()
