@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -85,3 +87,20 @@ def eval_sample_questions(tmp: Path, questions: Path):
                     qdrant_path=tmp / "qdrant", cache_dir=tmp / "cache", log_dir=tmp / "logs", qdrant_url=None)
     return run_vault_eval(SAMPLE_VAULT, base=base, queries=questions, modes=["hybrid-d0", "hybrid-d1"],
                           work_dir=tmp / "work")
+
+
+@contextmanager
+def imported_sample_vault(tmp: Path) -> Iterator[Settings]:
+    """The sample vault imported and closed (a clean close writes the start file), with a fake Ollama serving
+    for as long as the caller uses the settings."""
+    from fake_ollama import FakeOllama
+
+    from mindnet.service import Mindnet
+
+    copy_sample_vault(tmp / "vault")
+    with FakeOllama() as server:
+        settings = fake_settings(tmp, server.url)
+        app = Mindnet(settings)
+        app.ingest()
+        app.close()
+        yield settings

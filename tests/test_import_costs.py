@@ -112,12 +112,12 @@ def test_phase_1_freezes_what_it_built_after_the_plan_and_each_batch(tmp_path, m
 
     from helpers_vault import write_vault
 
-    import mindnet.indexing.heap as heap
     import mindnet.indexing.pipeline as pipeline
+    import mindnet.store.memory as memory
 
     frozen: list[bool] = []
     settle = pipeline.settle
-    assert settle is heap.settle
+    assert settle is memory.settle
 
     def counting() -> None:
         before = gc.get_freeze_count()

@@ -9,8 +9,7 @@ import weakref
 from pathlib import Path
 
 import pytest
-from fake_ollama import FakeOllama
-from helpers_vault import copy_sample_vault, fake_settings
+from helpers_vault import imported_sample_vault
 
 from mindnet.retrieval.query import QueryRequest
 from mindnet.service import Mindnet
@@ -38,12 +37,7 @@ def test_long_lived_restores_the_collector_after_a_failed_load() -> None:
 
 
 def test_frozen_index_objects_are_freed_without_the_collector(tmp_path: Path) -> None:
-    copy_sample_vault(tmp_path / "vault")
-    with FakeOllama() as server:
-        settings = fake_settings(tmp_path, server.url)
-        app = Mindnet(settings)
-        app.ingest()
-        app.close()
+    with imported_sample_vault(tmp_path) as settings:
         app = Mindnet(settings)
         retriever = app.retriever
         _ = app.client                          # local Qdrant itself, opened under `long_lived`

@@ -11,10 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from fake_ollama import FakeOllama
 from fastapi.testclient import TestClient
 from helpers_service import warming_with_open_held
-from helpers_vault import copy_sample_vault, fake_settings
+from helpers_vault import imported_sample_vault
 
 import mindnet.service as service_module
 from mindnet.api import create_app
@@ -25,12 +24,7 @@ from mindnet.store import start_file
 
 @pytest.fixture()
 def settings(tmp_path: Path):
-    copy_sample_vault(tmp_path / "vault")
-    with FakeOllama() as server:
-        settings = fake_settings(tmp_path, server.url)
-        app = Mindnet(settings)
-        app.ingest()
-        app.close()
+    with imported_sample_vault(tmp_path) as settings:
         yield settings
 
 

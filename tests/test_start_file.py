@@ -17,11 +17,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from fake_ollama import FakeOllama
 from fastapi.testclient import TestClient
 from helpers_service import warming_with_open_held
 from helpers_ui import free_port
-from helpers_vault import SAMPLE_QUERIES, copy_sample_vault, fake_settings
+from helpers_vault import SAMPLE_QUERIES, imported_sample_vault
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
@@ -39,12 +38,7 @@ QUERIES = SAMPLE_QUERIES
 
 @pytest.fixture()
 def env(tmp_path: Path):
-    copy_sample_vault(tmp_path / "vault")
-    with FakeOllama() as server:
-        settings = fake_settings(tmp_path, server.url)
-        app = Mindnet(settings)
-        app.ingest()
-        app.close()            # writes the start file
+    with imported_sample_vault(tmp_path) as settings:     # the clean close wrote the start file
         yield settings
 
 

@@ -40,7 +40,6 @@ from qdrant_client import models as qm
 
 from mindnet.backends import Embedder
 from mindnet.errors import VaultError
-from mindnet.indexing.heap import settle
 from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
 from mindnet.indexing.planning import (
     PIPELINE_VERSION,
@@ -70,6 +69,7 @@ from mindnet.indexing.vectors import FillReport, VectorFeed, afeed_vectors, afil
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
 from mindnet.store import snapshot
+from mindnet.store.memory import settle
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue
 
@@ -534,7 +534,7 @@ class Importer:
                                  f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "
                                  f"index on purpose, run with --full", path=str(vault))
         self.progress.update(notes_total=total)
-        settle()      # the plan lives through the import: no GC pass walks it again (mindnet.indexing.heap)
+        settle()      # the plan lives through the import: no GC pass walks it again (mindnet.store.memory.settle)
         changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
         changed.sort(key=lambda p: p.note.path not in first)   # the notes just saved go first (stable sort)
         changed_ids = {p.note.note_id for p in changed}

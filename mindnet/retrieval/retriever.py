@@ -180,14 +180,18 @@ class MindnetRetriever(BaseRetriever):
         return self._data
 
     def warm_dense(self) -> None:
-        """One dense search of one hit, so the first user's search does not pay local Qdrant's first-query cost
-        (~50 ms at 25k chunks: its matrix is prepared on first use)."""
+        """One dense search of one hit, the way searches make it, so the first user's search does not pay the
+        first-use cost (local Qdrant's column is read in, or its query prepares its matrix: ~50 ms at 25k
+        chunks)."""
         if not self.client.collection_exists(self.collection):
             return
         dim = len(_unit(self.embed_model.get_query_embedding("warm")))
+        probe = np.zeros(dim, dtype=np.float32)
+        probe[0] = 1.0
         with self._lock, _BLAS.limit(limits=1, user_api="blas"):
-            self.client.query_points(self.collection, query=[1.0] + [0.0] * (dim - 1), using=DENSE, limit=1,
-                                     with_payload=False)
+            if dense_top(self.client, self.collection, DENSE, probe, 1) is None:
+                self.client.query_points(self.collection, query=probe.tolist(), using=DENSE, limit=1,
+                                         with_payload=False)
 
     def use_data(self, data: IndexData, status: str) -> None:
         """Build the mirrors from index data the caller has verified (the snapshot behind a start file)."""

@@ -28,6 +28,16 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
+def settle() -> None:
+    """Freeze everything alive now, so that later automatic collections do not walk it again. An import's phase 1
+    calls it after its plan and after each written batch: it holds every note, chunk and edge it planned, and
+    local Qdrant keeps every point it is given, so each full collection walked a heap growing with the vault
+    (profiled with gc.callbacks, thread CPU: 3 s at 3,000 notes, 14 s at 10,000, 49 s at 30,000; with this 3.8 s
+    at 10,000, peak RSS unchanged; pausing full passes for the whole phase instead kept 316 MB more). The
+    import's data (notes, chunks, edges, Qdrant's payload dicts) holds no cycles."""
+    gc.freeze()
+
+
 @contextmanager
 def long_lived() -> Iterator[None]:
     """Load something that lives as long as the index: collect the young garbage there is now, load without the
