@@ -31,7 +31,7 @@ from threadpoolctl import ThreadpoolController
 
 from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError
-from mindnet.indexing.sparse import SparseEncoder, to_qdrant
+from mindnet.indexing.sparse import SparseEncoder, text_language, to_qdrant
 from mindnet.retrieval.graph import EdgeIndex, FanOut, GraphStats, Subgraph, expand
 from mindnet.retrieval.intent import type_vocabulary
 from mindnet.retrieval.lexical import LexicalIndex
@@ -83,6 +83,8 @@ class Candidate:
     semantic: float = 0.0
     embedded: bool = True           # False: the import has not added its dense vector yet (phase 2)
     brief: bool = False             # payload holds only the mirror's ranking fields; read in full when shown
+    other_language: bool = False    # its note is in another language than the question: BM25 counted at least
+                                    # at the dense share
 
 
 @dataclass
@@ -416,7 +418,8 @@ class MindnetRetriever(BaseRetriever):
             if c.vector is not None:
                 c.dense = float(np.max(matrix @ c.vector))
         lo, hi = self._dense_bounds(cands.values())
-        self._fuse(q, cands.values(), lo, hi)
+        split = self._language_split(q, cands.values())
+        self._fuse(q, cands.values(), lo, hi, split)
         trace["candidates"] = len(cands)
         self._trace_coverage(q, trace)
 
@@ -429,7 +432,7 @@ class MindnetRetriever(BaseRetriever):
                               edge_index=self._edges(), stats=self.graph_stats(), caps=self.fan_out())
             graph_only = self._graph_candidates(q, subgraph, cands, flt, mask, dense_vecs, sparse_queries,
                                                 lexical_max)
-            self._fuse(q, graph_only, lo, hi)
+            self._fuse(q, graph_only, lo, hi, split)
             for c in graph_only:
                 cands[c.point_id] = c
             trace["graph"] = {"seeds": sorted({s.rsplit("#c", 1)[0] for s in seeds}),
@@ -481,6 +484,7 @@ class MindnetRetriever(BaseRetriever):
             note_id = str(c.payload.get("note_id", ""))
             entries.append((note_id, self.scorer.breakdown(
                 semantic=c.semantic, dense=c.dense if c.embedded else None, lexical=c.lexical if hybrid else None,
+                other_language=c.other_language,
                 retriever_weight=float(c.payload.get("retriever_weight", 1.0)), note_id=note_id,
                 subgraph=subgraph, type_intent=1.0 if not asked or c.payload.get("type") in asked else other)))
         ranked = sorted(zip(cands, self.scorer.cap(entries, subgraph), strict=True),
@@ -565,7 +569,21 @@ class MindnetRetriever(BaseRetriever):
         values = [c.dense for c in cands if c.embedded]
         return (min(values), max(values)) if values else (0.0, 1.0)
 
-    def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float) -> None:
+    def _language_split(self, q: ResolvedQuery, cands: Any) -> str | None:
+        """The question's language when BM25 compares chunks across languages: the question's language is decided
+        (stopwords of one language) and the candidates hold chunks in it and in the other language. Else None: in
+        a vault of one language BM25 judges every chunk alike (an English question on German notes still matches
+        their shared terms, "Qdrant", "DNS", and nothing is changed)."""
+        if q.mode != "hybrid" or not self.config.hybrid.language_fair:
+            return None
+        lang = text_language(q.request.query)
+        langs = {c.payload.get("lang") or "" for c in cands}
+        return lang if lang is not None and lang in langs and langs - {lang, ""} else None
+
+    def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float, split: str | None = None) -> None:
+        """S_sem of each candidate. With a language `split`, a chunk in the other language gets a lexical share of
+        at least its dense share: BM25 cannot match its words to the question's, so the best keyword match in the
+        question's language would otherwise push it down by up to (1 - alpha) however well it answers."""
         alpha = self.config.hybrid.alpha
         for c in cands:
             dn = min(1.0, max(0.0, (c.dense - lo) / (hi - lo))) if hi > lo else 1.0
@@ -574,7 +592,9 @@ class MindnetRetriever(BaseRetriever):
             elif not c.embedded:   # no dense score to fuse yet: keywords alone (the graph adds its bonus)
                 c.semantic = c.lexical
             else:
-                c.semantic = alpha * dn + (1 - alpha) * c.lexical
+                lang = c.payload.get("lang") or ""
+                c.other_language = split is not None and lang not in (split, "") and dn > c.lexical
+                c.semantic = alpha * dn + (1 - alpha) * (dn if c.other_language else c.lexical)
 
     def _graph_candidates(self, q: ResolvedQuery, subgraph: Subgraph, cands: dict[str, Candidate],
                           flt: qm.Filter | None, mask: np.ndarray | None, dense_vecs: list[np.ndarray],

@@ -153,12 +153,12 @@ class MindnetScorer(BaseNodePostprocessor):
         return self._stats
 
     def breakdown(self, *, semantic: float, retriever_weight: float, note_id: str, subgraph: Subgraph | None,
-                  dense: float | None = None, lexical: float | None = None, type_intent: float = 1.0
-                  ) -> ScoreBreakdown:
+                  dense: float | None = None, lexical: float | None = None, type_intent: float = 1.0,
+                  other_language: bool = False) -> ScoreBreakdown:
         """The formula for one hit (pure: no I/O), so a caller can rank many candidates cheaply."""
         return compute_score(
             semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight,
-            type_intent=type_intent,
+            type_intent=type_intent, other_language=other_language,
             edge_bonus=subgraph.edge_bonus(note_id) if subgraph else 0.0,
             centrality_bonus=subgraph.centrality_bonus(note_id) if subgraph else 0.0, weights=self.weights)
 
