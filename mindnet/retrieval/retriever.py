@@ -575,9 +575,9 @@ class MindnetRetriever(BaseRetriever):
         return (min(values), max(values)) if values else (0.0, 1.0)
 
     def _language_split(self, q: ResolvedQuery, cands: Any) -> str | None:
-        """The question's language when BM25 compares chunks across languages: the question's language is decided
-        (stopwords of one language) and the candidates hold chunks in it and in the other language. Else None: in
-        a vault of one language BM25 judges every chunk alike (an English question on German notes still matches
+        """The question's language when BM25 compares notes across languages: the question's language is decided
+        (stopwords of one language) and the candidates hold notes in it and in the other language. Else None: in
+        a vault of one language BM25 judges every note alike (an English question on German notes still matches
         their shared terms, "Qdrant", "DNS", and nothing is changed)."""
         if q.mode != "hybrid" or not self.config.hybrid.language_fair:
             return None
@@ -586,9 +586,9 @@ class MindnetRetriever(BaseRetriever):
         return lang if lang is not None and lang in langs and langs - {lang, ""} else None
 
     def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float, split: str | None = None) -> None:
-        """S_sem of each candidate. With a language `split`, a chunk in the other language gets a lexical share of
-        at least its dense share: BM25 cannot match its words to the question's, so the best keyword match in the
-        question's language would otherwise push it down by up to (1 - alpha) however well it answers."""
+        """S_sem of each candidate. With a language `split`, a chunk of a note in the other language gets a lexical
+        share of at least its dense share: BM25 cannot match its words to the question's, so the best keyword match
+        in the question's language would otherwise push it down by up to (1 - alpha) however well it answers."""
         alpha = self.config.hybrid.alpha
         for c in cands:
             dn = min(1.0, max(0.0, (c.dense - lo) / (hi - lo))) if hi > lo else 1.0

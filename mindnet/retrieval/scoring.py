@@ -21,9 +21,9 @@ class ScoreBreakdown(BaseModel):
     semantic: float = Field(description="S_sem: similarity to the query (hybrid: dense and lexical fused)")
     dense: float | None = Field(None, description="cosine similarity of the dense vectors")
     lexical: float | None = Field(None, description="normalised BM25 score (hybrid only)")
-    other_language: bool = Field(False, description="the chunk is in another language than the question: the "
-                                                    "fusion counted its lexical share at its dense share (BM25 "
-                                                    "cannot match across languages)")
+    other_language: bool = Field(False, description="the chunk's note is in another language than the question: "
+                                                    "the fusion counted its lexical share at its dense share "
+                                                    "(BM25 cannot match across languages)")
     retriever_weight: float = Field(description="W_type of the note's type (types.yaml retriever_weight)")
     type_intent: float = Field(1.0, description="factor on W_type from the question: below 1 when it asks for "
                                                 "another note type (retriever.yaml intent.other_types_weight)")
