@@ -164,6 +164,9 @@ class HybridSettings(Strict):
     dense_prefetch: int = Field(50, ge=1, le=1000)
     sparse_prefetch: int = Field(50, ge=1, le=1000)
     alpha: float = Field(0.5, ge=0, le=1, description="share of the dense score in the fused semantic score")
+    language_fair: bool = Field(True, description="a chunk in another language than the question is not pushed "
+                                "down by BM25 (which cannot match across languages): its lexical share counts at "
+                                "least as much as its dense share")
 
 
 class RerankSettings(Strict):

@@ -80,6 +80,7 @@ class NoteSpec:
     tags: list[str] = field(default_factory=list)
     path: str | None = None
     title: str | None = None
+    lang: str = ""                              # the note's language, as the parser detects it
 
     @property
     def the_title(self) -> str:
@@ -105,7 +106,7 @@ def chunk_nodes(spec: NoteSpec) -> list[TextNode]:
             "chunk_id": ids[i], "note_id": spec.note_id, "ord": i + 1, "title": spec.the_title,
             "path": spec.the_path, "type": spec.type, "retriever_weight": spec.weight,
             "tags": list(spec.tags),
-            "text": text, "window": text, "heading_path": []}
+            "text": text, "window": text, "heading_path": [], "lang": spec.lang}
         node = TextNode(id_=point_id(ids[i]), text=text, metadata=meta, embedding=list(vec),
                         excluded_embed_metadata_keys=[k for k in meta if k != "title"],
                         excluded_llm_metadata_keys=[k for k in meta if k != "title"])

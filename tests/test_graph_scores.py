@@ -162,6 +162,24 @@ def test_a_near_equal_match_of_its_own_may_pass_the_hit_that_led_to_it() -> None
     assert lift_ceilings([("a", zero), ("z", z)], held, near_share=0.5)[1] == (pytest.approx(-1e-6), "a")
 
 
+def test_a_near_equal_match_may_pass_its_leader_but_not_the_hit_that_held_the_leader() -> None:
+    # a (0.90) is the best hit and links to nothing. b (0.82) links to c; the graph lifts b (0.82 + 0.3 = 1.12),
+    # held at a's 0.9 - 1e-6 (no hit links to b, so the best hit above it holds it). c (0.80 + 0.3 = 1.10) is
+    # near-equal to b (0.80 / 0.82 = 0.976 >= 0.95): it may pass b, and is held where b was, below a (0.80 / 0.90
+    # = 0.889: no near-equal of a). Before, c passed a as well (measured on MuSiQue-100: same-titled paragraphs
+    # linked by mentions, one lifting the next over the question's own paragraph; depth 1 MRR@10 0.9083 -> 0.9158)
+    sub = subgraph([("b", "c", 1.0)], {"a": 0.9, "b": 0.82, "c": 0.8})
+    a = compute_score(semantic=0.9, retriever_weight=1.0, edge_bonus=0.0, centrality_bonus=0.0, weights=WEIGHTS)
+    b = compute_score(semantic=0.82, retriever_weight=1.0, edge_bonus=1.0, centrality_bonus=0.0, weights=WEIGHTS)
+    c = compute_score(semantic=0.8, retriever_weight=1.0, edge_bonus=1.0, centrality_bonus=0.0, weights=WEIGHTS)
+    ceilings = lift_ceilings([("a", a), ("b", b), ("c", c)], sub, near_share=0.95)
+    assert ceilings[1] == (pytest.approx(0.9 - 1e-6), "a")
+    assert ceilings[2] == (pytest.approx(0.9 - 1e-6), "a")
+    # when the leader itself was not held, the near-equal note passes it freely (the book-note case above)
+    assert lift_ceilings([("b", b), ("c", c)], subgraph([("b", "c", 1.0)], {"b": 0.82, "c": 0.8}),
+                         near_share=0.95)[1] == (None, None)
+
+
 def test_the_scorer_reads_near_share_from_the_config() -> None:
     assert MindnetScorer().near_share == 0.95
     assert MindnetScorer.from_config(config(**{"graph.near_share": 1.0})).near_share == 1.0

@@ -100,6 +100,18 @@ def test_context_header_names_the_note_and_the_section_without_repeating_the_tit
     assert context_header({"title": "T", "heading_path": ["T", "A", "B"], "text": "### B\n\nx"}) == "T\nA"
 
 
+def test_keyword_text_holds_the_names_and_headings_but_not_the_overlap(nodes) -> None:
+    from mindnet.indexing.node_parser import keyword_text
+    second = nodes[1]
+    # BM25 reads the note's aliases like its title (a note looked up by "Anna B" must match that keyword), and the
+    # headings above the chunk; the overlap from the previous chunk stays out (its words would count twice)
+    assert keyword_text(second.metadata) == f"title: Anna Beispiel (Anna B)\nAnna\n\n{second.metadata['text']}"
+    assert "alpha99" not in keyword_text(second.metadata)
+    # a BEIR document (title only): LlamaIndex's node text, as before
+    meta = {"title": "Doc", "aliases": [], "heading_path": [], "window": "w", "text": "t"}
+    assert keyword_text(meta) == "title: Doc\n\nt"
+
+
 def test_nodes_link_source_previous_and_next(nodes) -> None:
     first, second = nodes
     assert first.relationships[NodeRelationship.SOURCE].node_id == second.ref_doc_id

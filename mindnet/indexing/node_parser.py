@@ -28,6 +28,7 @@ from pydantic import Field
 
 from mindnet.errors import VaultError
 from mindnet.indexing.chunker import chunk_body
+from mindnet.indexing.sparse import text_language
 from mindnet.settings import TypesConfig, load_yaml_model, shipped_types
 from mindnet.vault.note import Note, parse_note
 
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 
 # Payload keys the LLM and the embedding never see as "metadata text"; the title stays visible to both.
 _HIDDEN_FROM_EMBED = ["chunk_id", "note_id", "ord", "type", "retriever_weight", "index_note", "chunk_profile",
-                      "neighbors_prev", "neighbors_next", "path", "tags", "heading_path", "window", "text", "aliases"]
+                      "neighbors_prev", "neighbors_next", "path", "tags", "heading_path", "window", "text", "aliases",
+                      "lang"]
 _HIDDEN_FROM_LLM = [k for k in _HIDDEN_FROM_EMBED if k not in ("path",)]
 
 
@@ -91,6 +93,16 @@ def embedding_text(meta: dict[str, Any], content: str = "") -> str:
     return f"{context_header(meta)}\n\n{body}".strip()[:EMBED_MAX_CHARS]
 
 
+def keyword_text(meta: dict[str, Any], content: str = "") -> str:
+    """What the BM25 vector of a chunk is built from: LlamaIndex's text of the node ("title: <title>", a blank
+    line, the chunk's text), with the note's aliases and the headings above the chunk added to the title line as
+    in the embedding's `context_header`. A note's aliases are the names it is looked up by ("ADR-002", "Local
+    First"), so they must match a keyword as they match by meaning. A document with only a title (BEIR) keeps
+    exactly the vector it had. The overlap window stays out: a neighbour's words would count twice."""
+    body = meta.get("text") or content
+    return f"title: {context_header(meta)}\n\n{body}".strip()
+
+
 class MarkdownNoteParser(NodeParser):
     """A LlamaIndex `NodeParser` that turns Markdown notes into chunk nodes, each note cut by its type's chunk
     profile (short, medium, long, by_heading), with title, type, tags, heading path and neighbours in metadata.
@@ -122,6 +134,9 @@ class MarkdownNoteParser(NodeParser):
         pieces = chunk_body(note.body, profile)
         ids = [chunk_id(note.note_id, n + 1) for n in range(len(pieces))]
         source = source or RelatedNodeInfo(node_id=note.note_id)
+        # the note's language, not the chunk's: a German note with an English quote is still read by a German
+        # question's keywords (retriever: hybrid.language_fair)
+        language = text_language(f"{note.title}\n{note.body}") or ""
         nodes: list[TextNode] = []
         for n, (chunk, window) in enumerate(pieces):
             metadata = {
@@ -132,6 +147,7 @@ class MarkdownNoteParser(NodeParser):
                 "heading_path": chunk.heading_path,
                 "neighbors_prev": [ids[n - 1]] if n else [], "neighbors_next": [ids[n + 1]] if n + 1 < len(ids) else [],
                 "text": chunk.text, "window": window, "line": note.body_line + chunk.start_line,
+                "lang": language,
             }
             node = TextNode(id_=ids[n], text=chunk.text, metadata=metadata,
                             excluded_embed_metadata_keys=_HIDDEN_FROM_EMBED + ["line"],

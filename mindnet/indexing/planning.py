@@ -30,7 +30,7 @@ from mindnet.vault.links import extract_links
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue, iter_markdown_stats, load_note, scan_vault
 
-PIPELINE_VERSION = "4"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
+PIPELINE_VERSION = "5"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
                             # (3: passages cut on the model's token budget)
 LINK_RULES = ("explicit", "inline", "callout")
 

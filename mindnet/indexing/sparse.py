@@ -147,6 +147,11 @@ def detect_language(words: Sequence[str]) -> Language | None:
     return "de" if de > en else "en"
 
 
+def text_language(text: str) -> Language | None:
+    """The language `tokenize` stems `text` in (None: undecided, both stems)."""
+    return detect_language(_words(_clean(text)))
+
+
 def tokenize(text: str) -> list[str]:
     """Stemmed content terms of `text` in order (see the module docstring for the rules)."""
     words = _words(_clean(text))

@@ -20,13 +20,13 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
-from llama_index.core.schema import MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from mindnet.backends import Embedder, EmbedOutcome
-from mindnet.indexing.node_parser import EMBED_FIELDS, embedding_text
+from mindnet.indexing.node_parser import EMBED_FIELDS, embedding_text, keyword_text
 from mindnet.indexing.sparse import sparse_doc_fn
 from mindnet.store import collections as coll
 
@@ -34,12 +34,12 @@ log = logging.getLogger(__name__)
 
 def chunk_points(nodes: list[TextNode], vectors: dict[str, list[float]]) -> list[qm.PointStruct]:
     """Qdrant points for parser nodes: the payload llama-index's QdrantVectorStore writes (so its readers and
-    `metadata_dict_to_node` work), the BM25 vector of the text it would index, and the dense vector when
+    `metadata_dict_to_node` work), the BM25 vector of its `keyword_text`, and the dense vector when
     `vectors` (by chunk id) has one."""
     if not nodes:
         return []
     copies = [_as_point_node(n) for n in nodes]
-    indices, values = sparse_doc_fn([c.get_content(metadata_mode=MetadataMode.EMBED) for c in copies])
+    indices, values = sparse_doc_fn([keyword_text(c.metadata, c.get_content()) for c in copies])
     points = []
     for node, copy, idx, val in zip(nodes, copies, indices, values, strict=True):
         vector: dict = {coll.SPARSE: qm.SparseVector(indices=idx, values=val)}

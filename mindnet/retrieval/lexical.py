@@ -19,7 +19,7 @@ from mindnet.retrieval.query import Filters
 from mindnet.store.collections import SPARSE, names
 from mindnet.store.snapshot import IndexData
 
-FIELDS = ["note_id", "type", "tags", "path"]
+FIELDS = ["note_id", "type", "tags", "path", "lang"]
 RECENT_QUERIES = 8      # sparse queries whose BM25 arrays are kept (one array: 4 bytes per chunk)
 
 
@@ -34,19 +34,21 @@ class LexicalIndex:
                     [str(p.get("type", "")) for p in payloads], [str(p.get("path", "")) for p in payloads],
                     [list(p.get("tags") or []) for p in payloads], ptr, terms, vals,
                     [str(p.get("chunk_id", "")) for p in payloads],
-                    np.array([float(p.get("retriever_weight", 1.0)) for p in payloads], dtype=np.float64))
+                    np.array([float(p.get("retriever_weight", 1.0)) for p in payloads], dtype=np.float64),
+                    [str(p.get("lang") or "") for p in payloads])
 
     @classmethod
     def from_data(cls, data: IndexData) -> LexicalIndex:
         """The mirror from the index snapshot's arrays (no Qdrant read)."""
         index = cls.__new__(cls)
         index._setup(data.chunk_pids, data.chunk_note, data.chunk_type, data.chunk_path, data.chunk_tags,
-                     data.sparse_ptr, data.sparse_terms, data.sparse_vals, data.chunk_ids, data.chunk_weight)
+                     data.sparse_ptr, data.sparse_terms, data.sparse_vals, data.chunk_ids, data.chunk_weight,
+                     data.chunk_lang)
         return index
 
     def _setup(self, point_ids: list[str], note_ids: list[str], types: list[str], paths: list[str],
                tags: list[list[str]], ptr: np.ndarray, terms: np.ndarray, vals: np.ndarray, chunk_ids: list[str],
-               weights: np.ndarray) -> None:
+               weights: np.ndarray, langs: list[str]) -> None:
         """Row-major BM25 vectors (CSR by chunk) turned term-major: one posting (rows, values) per term."""
         self.point_ids = point_ids
         self._recent: dict[tuple[tuple, tuple], np.ndarray] = {}
@@ -55,6 +57,7 @@ class LexicalIndex:
         self.row_of = {pid: i for i, pid in enumerate(point_ids)}
         self.note_ids = np.array(note_ids, dtype=object)
         self.types = np.array(types, dtype=object)
+        self.langs = langs
         self.paths = paths
         self.tags = [set(t) for t in tags]
         self.rows_of_note: dict[str, list[int]] = {}
@@ -155,4 +158,4 @@ class LexicalIndex:
         """The fields ranking needs (the full payload is read from Qdrant only for the hits shown)."""
         return {"chunk_id": self.chunk_ids[row], "note_id": str(self.note_ids[row]), "type": str(self.types[row]),
                 "path": self.paths[row], "tags": sorted(self.tags[row]),
-                "retriever_weight": float(self.weights[row])}
+                "retriever_weight": float(self.weights[row]), "lang": self.langs[row]}

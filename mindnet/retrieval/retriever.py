@@ -31,7 +31,7 @@ from threadpoolctl import ThreadpoolController
 
 from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError
-from mindnet.indexing.sparse import SparseEncoder, to_qdrant
+from mindnet.indexing.sparse import SparseEncoder, text_language, to_qdrant
 from mindnet.retrieval.graph import EdgeIndex, FanOut, GraphStats, Subgraph, expand
 from mindnet.retrieval.intent import type_vocabulary
 from mindnet.retrieval.lexical import LexicalIndex
@@ -55,18 +55,22 @@ _BLAS = ThreadpoolController()
 MAX_PASSAGES = 5        # other matching chunks listed under a note-level hit
 
 
-def passage(n: NodeWithScore) -> dict[str, Any]:
-    meta = n.node.metadata
-    return {"node_id": meta.get("chunk_id", n.node.node_id), "ord": meta.get("ord", 0),
-            "heading_path": meta.get("heading_path", []), "score": n.score,
-            "text": meta.get("text", n.node.get_content())}
+def passage(payload: dict[str, Any], point_id: str, score: float) -> dict[str, Any]:
+    """One of a note's other matching chunks, straight from its payload: listed under the note's hit, it needs
+    no node or explanation of its own (building those for every passage cost more than the graph, measured on
+    the sample vault: ~32 passages per query)."""
+    text = payload.get("text")
+    if text is None:
+        text = metadata_dict_to_node(payload).get_content()
+    return {"node_id": payload.get("chunk_id", point_id), "ord": payload.get("ord", 0),
+            "heading_path": payload.get("heading_path", []), "score": score, "text": text}
 
 
-def with_passages(head: NodeWithScore, others: list[NodeWithScore]) -> NodeWithScore:
+def with_passages(head: NodeWithScore, passages: list[dict[str, Any]]) -> NodeWithScore:
     """The note-level hit: its best chunk, with the note's other matching chunks in reading order as
     metadata `passages` (kept out of the LLM and embedding metadata text)."""
     node = head.node.model_copy()
-    node.metadata = {**node.metadata, "passages": sorted((passage(o) for o in others), key=lambda p: p["ord"])}
+    node.metadata = {**node.metadata, "passages": sorted(passages, key=lambda p: p["ord"])}
     node.excluded_llm_metadata_keys = list(dict.fromkeys([*node.excluded_llm_metadata_keys, "passages"]))
     node.excluded_embed_metadata_keys = list(dict.fromkeys([*node.excluded_embed_metadata_keys, "passages"]))
     return NodeWithScore(node=node, score=head.score)
@@ -83,6 +87,8 @@ class Candidate:
     semantic: float = 0.0
     embedded: bool = True           # False: the import has not added its dense vector yet (phase 2)
     brief: bool = False             # payload holds only the mirror's ranking fields; read in full when shown
+    other_language: bool = False    # its note is in another language than the question: BM25 counted at least
+                                    # at the dense share
 
 
 @dataclass
@@ -416,7 +422,8 @@ class MindnetRetriever(BaseRetriever):
             if c.vector is not None:
                 c.dense = float(np.max(matrix @ c.vector))
         lo, hi = self._dense_bounds(cands.values())
-        self._fuse(q, cands.values(), lo, hi)
+        split = self._language_split(q, cands.values())
+        self._fuse(q, cands.values(), lo, hi, split)
         trace["candidates"] = len(cands)
         self._trace_coverage(q, trace)
 
@@ -429,7 +436,7 @@ class MindnetRetriever(BaseRetriever):
                               edge_index=self._edges(), stats=self.graph_stats(), caps=self.fan_out())
             graph_only = self._graph_candidates(q, subgraph, cands, flt, mask, dense_vecs, sparse_queries,
                                                 lexical_max)
-            self._fuse(q, graph_only, lo, hi)
+            self._fuse(q, graph_only, lo, hi, split)
             for c in graph_only:
                 cands[c.point_id] = c
             trace["graph"] = {"seeds": sorted({s.rsplit("#c", 1)[0] for s in seeds}),
@@ -481,6 +488,7 @@ class MindnetRetriever(BaseRetriever):
             note_id = str(c.payload.get("note_id", ""))
             entries.append((note_id, self.scorer.breakdown(
                 semantic=c.semantic, dense=c.dense if c.embedded else None, lexical=c.lexical if hybrid else None,
+                other_language=c.other_language,
                 retriever_weight=float(c.payload.get("retriever_weight", 1.0)), note_id=note_id,
                 subgraph=subgraph, type_intent=1.0 if not asked or c.payload.get("type") in asked else other)))
         ranked = sorted(zip(cands, self.scorer.cap(entries, subgraph), strict=True),
@@ -516,7 +524,8 @@ class MindnetRetriever(BaseRetriever):
         all_chunks = [node(r) for r in ranked] if q.aggregate else []
         if q.group == "chunk":
             return [node(r) for r in ranked[: len(ranked) if q.aggregate else keep]], all_chunks
-        return [with_passages(node(r), [node(o) for o in others[nid][:MAX_PASSAGES]])
+        return [with_passages(node(r), [passage(c.payload, c.point_id, b.total) for c, (b, _) in
+                                        others[nid][:MAX_PASSAGES]])
                 for nid, r in heads.items()], all_chunks
 
     def _complete(self, cands: list[Candidate]) -> None:
@@ -565,7 +574,21 @@ class MindnetRetriever(BaseRetriever):
         values = [c.dense for c in cands if c.embedded]
         return (min(values), max(values)) if values else (0.0, 1.0)
 
-    def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float) -> None:
+    def _language_split(self, q: ResolvedQuery, cands: Any) -> str | None:
+        """The question's language when BM25 compares notes across languages: the question's language is decided
+        (stopwords of one language) and the candidates hold notes in it and in the other language. Else None: in
+        a vault of one language BM25 judges every note alike (an English question on German notes still matches
+        their shared terms, "Qdrant", "DNS", and nothing is changed)."""
+        if q.mode != "hybrid" or not self.config.hybrid.language_fair:
+            return None
+        lang = text_language(q.request.query)
+        langs = {c.payload.get("lang") or "" for c in cands}
+        return lang if lang is not None and lang in langs and langs - {lang, ""} else None
+
+    def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float, split: str | None = None) -> None:
+        """S_sem of each candidate. With a language `split`, a chunk of a note in the other language gets a lexical
+        share of at least its dense share: BM25 cannot match its words to the question's, so the best keyword match
+        in the question's language would otherwise push it down by up to (1 - alpha) however well it answers."""
         alpha = self.config.hybrid.alpha
         for c in cands:
             dn = min(1.0, max(0.0, (c.dense - lo) / (hi - lo))) if hi > lo else 1.0
@@ -574,7 +597,9 @@ class MindnetRetriever(BaseRetriever):
             elif not c.embedded:   # no dense score to fuse yet: keywords alone (the graph adds its bonus)
                 c.semantic = c.lexical
             else:
-                c.semantic = alpha * dn + (1 - alpha) * c.lexical
+                lang = c.payload.get("lang") or ""
+                c.other_language = split is not None and lang not in (split, "") and dn > c.lexical
+                c.semantic = alpha * dn + (1 - alpha) * (dn if c.other_language else c.lexical)
 
     def _graph_candidates(self, q: ResolvedQuery, subgraph: Subgraph, cands: dict[str, Candidate],
                           flt: qm.Filter | None, mask: np.ndarray | None, dense_vecs: list[np.ndarray],

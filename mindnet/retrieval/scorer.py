@@ -72,13 +72,15 @@ def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph 
     subgraph (else the seeds), those with a higher semantic term, whose own totals are final by then (they are
     visited first, by semantic term). A note whose own semantic term reaches `near_share` of that hit's is a
     near-equal match in its own right (retriever.yaml graph.near_share): the links may decide between the two,
-    so it is not held."""
+    so it may pass that hit, but not the hit that held that one (B held below A: C, near-equal to B, may pass B,
+    not A; before, C passed A too, a hit it does not nearly equal)."""
     out: list[tuple[float | None, str | None]] = [(None, None)] * len(entries)
     if subgraph is None:
         return out
     order = sorted(range(len(entries)), key=lambda i: (-entries[i][1].semantic_term, i))
     final: dict[str, float] = {}
     own: dict[str, float] = {}       # a visited note's best semantic term (its first visited chunk's)
+    held: dict[str, tuple[float, str]] = {}     # a visited note's ceiling and the hit that set it
     for i in order:
         note, b = entries[i]
         if b.edge_term + b.centrality_term > 0:
@@ -89,7 +91,12 @@ def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph 
                 best = max(leaders, key=lambda n: (final[n], n))
                 if b.semantic_term <= 0 or b.semantic_term < near_share * own[best]:
                     out[i] = (final[best] - 1e-6, best)
-        final[note] = max(final.get(note, float("-inf")), b.total if out[i][0] is None else min(b.total, out[i][0]))
+                elif best in held:
+                    out[i] = held[best]
+        ceiling = out[i][0]
+        if ceiling is not None:
+            held.setdefault(note, (ceiling, str(out[i][1])))
+        final[note] = max(final.get(note, float("-inf")), b.total if ceiling is None else min(b.total, ceiling))
         own.setdefault(note, b.semantic_term)
     return out
 
@@ -153,12 +160,12 @@ class MindnetScorer(BaseNodePostprocessor):
         return self._stats
 
     def breakdown(self, *, semantic: float, retriever_weight: float, note_id: str, subgraph: Subgraph | None,
-                  dense: float | None = None, lexical: float | None = None, type_intent: float = 1.0
-                  ) -> ScoreBreakdown:
+                  dense: float | None = None, lexical: float | None = None, type_intent: float = 1.0,
+                  other_language: bool = False) -> ScoreBreakdown:
         """The formula for one hit (pure: no I/O), so a caller can rank many candidates cheaply."""
         return compute_score(
             semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight,
-            type_intent=type_intent,
+            type_intent=type_intent, other_language=other_language,
             edge_bonus=subgraph.edge_bonus(note_id) if subgraph else 0.0,
             centrality_bonus=subgraph.centrality_bonus(note_id) if subgraph else 0.0, weights=self.weights)
 

@@ -21,6 +21,9 @@ class ScoreBreakdown(BaseModel):
     semantic: float = Field(description="S_sem: similarity to the query (hybrid: dense and lexical fused)")
     dense: float | None = Field(None, description="cosine similarity of the dense vectors")
     lexical: float | None = Field(None, description="normalised BM25 score (hybrid only)")
+    other_language: bool = Field(False, description="the chunk's note is in another language than the question: "
+                                                    "the fusion counted its lexical share at its dense share "
+                                                    "(BM25 cannot match across languages)")
     retriever_weight: float = Field(description="W_type of the note's type (types.yaml retriever_weight)")
     type_intent: float = Field(1.0, description="factor on W_type from the question: below 1 when it asks for "
                                                 "another note type (retriever.yaml intent.other_types_weight)")
@@ -41,7 +44,8 @@ class ScoreBreakdown(BaseModel):
 
 def compute_score(*, semantic: float, retriever_weight: float, edge_bonus: float, centrality_bonus: float,
                   weights: ScoringWeights, dense: float | None = None, lexical: float | None = None,
-                  graph_scale: float = 1.0, type_intent: float = 1.0) -> ScoreBreakdown:
+                  graph_scale: float = 1.0, type_intent: float = 1.0, other_language: bool = False
+                  ) -> ScoreBreakdown:
     """The formula; `graph_scale` (0..1) scales both graph bonuses (the lift cap), so the terms still add up;
     `type_intent` multiplies W_type (the question asks for another type: below 1)."""
     edge_bonus, centrality_bonus = edge_bonus * graph_scale, centrality_bonus * graph_scale
@@ -50,7 +54,8 @@ def compute_score(*, semantic: float, retriever_weight: float, edge_bonus: float
     cent_term = weights.centrality_weight * centrality_bonus
     return ScoreBreakdown(
         semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight, type_intent=type_intent,
-        edge_bonus=edge_bonus, centrality_bonus=centrality_bonus, graph_scale=graph_scale,
+        other_language=other_language, edge_bonus=edge_bonus, centrality_bonus=centrality_bonus,
+        graph_scale=graph_scale,
         semantic_weight=weights.semantic_weight,
         edge_weight=weights.edge_weight, centrality_weight=weights.centrality_weight,
         semantic_term=sem_term, edge_term=edge_term, centrality_term=cent_term,
@@ -74,7 +79,8 @@ def capped(b: ScoreBreakdown, ceiling: float, weights: ScoringWeights) -> ScoreB
     base = b.graph_scale or 1.0
     return compute_score(semantic=b.semantic, dense=b.dense, lexical=b.lexical, retriever_weight=b.retriever_weight,
                          edge_bonus=b.edge_bonus / base, centrality_bonus=b.centrality_bonus / base,
-                         weights=weights, graph_scale=scale, type_intent=b.type_intent)
+                         weights=weights, graph_scale=scale, type_intent=b.type_intent,
+                         other_language=b.other_language)
 
 
 class GraphEvidence(BaseModel):
@@ -152,7 +158,9 @@ def explain(b: ScoreBreakdown, *, note_type: str, incoming: list[EdgeRef], outgo
             index_note: bool = False, asked_types: list[str] | None = None) -> Explanation:
     parts = [f"semantic match {b.semantic:.3f}"]
     if b.dense is not None and b.lexical is not None:
-        parts[0] += f" (dense {b.dense:.3f}, lexical {b.lexical:.3f})"
+        parts[0] += f" (dense {b.dense:.3f}, lexical {b.lexical:.3f}"
+        parts[0] += ", in another language than the question: keywords counted as much as the meaning)" \
+            if b.other_language else ")"
     elif b.dense is not None:   # semantic mode: the cosine, min-max scaled over the candidates
         parts[0] += f" (cosine {b.dense:.3f}, scaled between the candidates' lowest and highest)"
     weight = f"{b.retriever_weight:g}" if b.type_intent == 1 else f"{b.retriever_weight:g} x {b.type_intent:g}"

@@ -49,9 +49,9 @@ from mindnet.store.memory import no_gc
 from mindnet.store.reader import iter_payloads, read_points
 
 log = logging.getLogger(__name__)
-FORMAT = 2                          # bump when the arrays change shape or meaning (2: kind labels)
+FORMAT = 3                          # bump when the arrays change shape or meaning (2: kind labels, 3: chunk_lang)
 STRUCTURAL = ("belongs_to", "next", "prev")
-CHUNK_FIELDS = ["chunk_id", "note_id", "type", "tags", "path", "retriever_weight"]
+CHUNK_FIELDS = ["chunk_id", "note_id", "type", "tags", "path", "retriever_weight", "lang"]
 NOTE_FIELDS = ["note_id", "title", "fingerprint", "edges_hash"]
 
 
@@ -164,6 +164,7 @@ class IndexData:
     chunk_type: list[str]
     chunk_path: list[str]
     chunk_tags: list[list[str]]
+    chunk_lang: list[str]           # the chunk's note's language ("de", "en", "" undecided)
     sparse_ptr: np.ndarray          # int64 [chunks + 1]
     sparse_terms: np.ndarray        # int64 [nnz]
     sparse_vals: np.ndarray         # float32 [nnz]
@@ -303,6 +304,7 @@ def _build(client: QdrantClient, prefix: str) -> IndexData:
         chunk_type=[str(r.payload.get("type", "")) for r in chunks],
         chunk_path=[str(r.payload.get("path", "")) for r in chunks],
         chunk_tags=[list(r.payload.get("tags") or []) for r in chunks],
+        chunk_lang=[str(r.payload.get("lang") or "") for r in chunks],
         sparse_ptr=ptr, sparse_terms=terms, sparse_vals=vals, nodes=nodes, edge_src=src, edge_dst=dst,
         edge_conf=conf, edge_kind=kind, kinds=kinds, edge_columns=packed, in_degree=in_deg,
         out_degree=out_deg, pr_rel=pr_rel, linked=linked, counts=counts)
@@ -373,6 +375,7 @@ def save(data: IndexData, path: Path) -> None:
                                 "chunk_ids": data.chunk_ids,
                                 "chunk_note": data.chunk_note, "chunk_type": data.chunk_type,
                                 "chunk_path": data.chunk_path, "chunk_tags": data.chunk_tags,
+                                "chunk_lang": data.chunk_lang,
                                 "nodes": data.nodes}),
         "sparse_ptr": data.sparse_ptr, "sparse_terms": data.sparse_terms, "sparse_vals": data.sparse_vals,
         "edge_src": data.edge_src, "edge_dst": data.edge_dst, "edge_conf": data.edge_conf,
@@ -427,7 +430,8 @@ def _load(path: Path) -> IndexData:
             note_ehs=s["note_ehs"], chunk_pids=s["chunk_pids"],
             chunk_ids=s["chunk_ids"], chunk_weight=arrays["chunk_weight"],
             chunk_note=s["chunk_note"], chunk_type=s["chunk_type"], chunk_path=s["chunk_path"],
-            chunk_tags=s["chunk_tags"], sparse_ptr=arrays["sparse_ptr"], sparse_terms=arrays["sparse_terms"],
+            chunk_tags=s["chunk_tags"], chunk_lang=s["chunk_lang"], sparse_ptr=arrays["sparse_ptr"],
+            sparse_terms=arrays["sparse_terms"],
             sparse_vals=arrays["sparse_vals"], nodes=s["nodes"], edge_src=arrays["edge_src"],
             edge_dst=arrays["edge_dst"], edge_conf=arrays["edge_conf"], edge_kind=arrays["edge_kind"],
             kinds=meta["kinds"], edge_columns={name: PackedStrings(arrays[f"col_{name}_blob"],
@@ -448,7 +452,7 @@ def _validate(d: IndexData, path: Path) -> None:
     chunks, nodes, edges = len(d.chunk_pids), len(d.nodes), len(d.edge_src)
     problems = []
     if not (len(d.chunk_note) == len(d.chunk_type) == len(d.chunk_path) == len(d.chunk_tags) == len(d.chunk_ids)
-            == len(d.chunk_weight) == chunks):
+            == len(d.chunk_weight) == len(d.chunk_lang) == chunks):
         problems.append("chunk columns differ in length")
     if len(d.sparse_ptr) != chunks + 1 or d.sparse_ptr[0] != 0 or np.any(np.diff(d.sparse_ptr) < 0) \
             or d.sparse_ptr[-1] != len(d.sparse_terms) or len(d.sparse_terms) != len(d.sparse_vals):

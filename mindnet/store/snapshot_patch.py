@@ -177,6 +177,7 @@ def _patch(old: IndexData, client: QdrantClient, prefix: str) -> IndexData | Non
         chunk_type=column(old.chunk_type, "type", lambda v: str(v or "")),
         chunk_path=column(old.chunk_path, "path", lambda v: str(v or "")),
         chunk_tags=column(old.chunk_tags, "tags", lambda v: list(v or [])),
+        chunk_lang=column(old.chunk_lang, "lang", lambda v: str(v or "")),
         sparse_ptr=ptr, sparse_terms=terms, sparse_vals=vals, nodes=nodes, edge_src=src, edge_dst=dst,
         edge_conf=conf, edge_kind=kind, kinds=kinds, edge_columns=packed, in_degree=in_deg, out_degree=out_deg,
         pr_rel=pr_rel, linked=linked, counts=counts)
