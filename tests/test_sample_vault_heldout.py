@@ -50,40 +50,25 @@ def test_the_held_out_sets_are_new_and_every_gold_note_exists(path: Path, size: 
     assert all((SAMPLE_VAULT / p).is_file() for r in data for p in r["gold_paths"])
 
 
+# depth-1 MRR@10 floor (a regression guard, not a target) and whether nDCG@10 is held to depth 0's as well
+FLOORS = [(QUESTIONS, 0.78, True),      # measured 0.8111
+          (SECOND, 0.75, False),        # measured 0.7765; nDCG@10 is 0.003 below depth 0 here (see above)
+          (THIRD, 0.74, True)]          # measured 0.7692
+
+
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory):
-    return eval_sample_questions(tmp_path_factory.mktemp("heldout-eval"), QUESTIONS)
+def work(tmp_path_factory: pytest.TempPathFactory):
+    """One index and embedding cache for the three sets: the second and third runs re-import nothing."""
+    return tmp_path_factory.mktemp("heldout-eval")
 
 
-def test_on_questions_nobody_tuned_for_the_graph_is_not_worse_and_hybrid_beats_plain(report) -> None:
+@pytest.mark.parametrize(("path", "floor", "ndcg_too"), FLOORS, ids=["heldout", "heldout2", "heldout3"])
+def test_on_questions_nobody_tuned_for_the_graph_is_not_worse_and_hybrid_beats_plain(
+        work: Path, path: Path, floor: float, ndcg_too: bool) -> None:
+    report = eval_sample_questions(work, path)
     graph, flat, plain = report.modes["hybrid-d1"], report.modes["hybrid-d0"], report.modes["plain"]
-    assert graph["mrr@10"] >= flat["mrr@10"] and graph["ndcg@10"] >= flat["ndcg@10"]
+    assert graph["mrr@10"] >= flat["mrr@10"]
+    assert graph["ndcg@10"] >= flat["ndcg@10"] or not ndcg_too
     assert flat["mrr@10"] > plain["mrr@10"]
     assert graph["dup@5"] == 0.0
-    assert graph["mrr@10"] >= 0.78       # measured 0.8111: a regression guard, not a target
-
-
-@pytest.fixture(scope="module")
-def second(tmp_path_factory: pytest.TempPathFactory):
-    return eval_sample_questions(tmp_path_factory.mktemp("heldout2-eval"), SECOND)
-
-
-def test_on_the_second_held_out_set_hybrid_beats_plain_and_the_graph_keeps_mrr(second) -> None:
-    graph, flat, plain = second.modes["hybrid-d1"], second.modes["hybrid-d0"], second.modes["plain"]
-    assert graph["mrr@10"] >= flat["mrr@10"]      # nDCG@10 is 0.003 below depth 0 here (see above)
-    assert flat["mrr@10"] > plain["mrr@10"]
-    assert graph["dup@5"] == 0.0
-    assert graph["mrr@10"] >= 0.75       # measured 0.7765
-
-
-@pytest.fixture(scope="module")
-def third(tmp_path_factory: pytest.TempPathFactory):
-    return eval_sample_questions(tmp_path_factory.mktemp("heldout3-eval"), THIRD)
-
-
-def test_on_the_third_held_out_set_the_graph_is_not_worse_and_hybrid_beats_plain(third) -> None:
-    graph, flat, plain = third.modes["hybrid-d1"], third.modes["hybrid-d0"], third.modes["plain"]
-    assert graph["mrr@10"] >= flat["mrr@10"] and graph["ndcg@10"] >= flat["ndcg@10"]
-    assert flat["mrr@10"] > plain["mrr@10"]
-    assert graph["dup@5"] == 0.0
-    assert graph["mrr@10"] >= 0.74       # measured 0.7692
+    assert graph["mrr@10"] >= floor
