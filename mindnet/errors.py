@@ -3,8 +3,9 @@
     MindnetError
     ├── ConfigError          a YAML file or a setting is wrong (names file and key)
     ├── VaultError           a note cannot be read or parsed (names file and line)
-    │   └── DraftError       an interview draft cannot be saved (path, size, traversal)
-    │       └── DraftConflictError  the file or the id already belongs to another note
+    │   ├── DraftError       an interview draft cannot be saved (path, size, traversal)
+    │   │   └── DraftConflictError  the file or the id already belongs to another note
+    │   └── NoteBudgetExceeded  reading one note ran past its time budget (the import keeps what it read)
     ├── EmbeddingError       the embedding backend failed or returned a bad vector
     ├── StoreError           Qdrant cannot be opened or used
     │   ├── StoreLockedError another process holds the local Qdrant folder
@@ -44,6 +45,16 @@ class VaultError(MindnetError):
         if hint:
             text = f"{text} (fix: {hint})"
         super().__init__(text)
+
+
+class NoteBudgetExceeded(VaultError):
+    """Reading a note ran past its budget at body line `line` (0-based); the import keeps the lines before it
+    (`mindnet.vault.budget`)."""
+
+    def __init__(self, line: int, seconds: float) -> None:
+        super().__init__(f"reading the note took over {seconds:g} s (stopped at body line {line + 1})")
+        self.line = line
+        self.seconds = seconds
 
 
 class DraftError(VaultError):

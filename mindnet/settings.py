@@ -102,6 +102,10 @@ class TypesConfig(Strict):
     default_type: str = "concept"
     exclude: list[str] = Field(default_factory=list, description="vault-relative globs never imported")
     max_file_bytes: int = Field(2_000_000, ge=1)
+    max_tags: int = Field(1000, ge=1, description="tags kept per note (each chunk carries them); more are "
+                                                  "dropped with a warning")
+    note_budget_seconds: float = Field(20.0, gt=0, description="CPU seconds the import spends reading and "
+                                       "linking one note; past them it keeps the note as far as it was read")
     chunk_profiles: dict[str, ChunkProfile]
     types: dict[str, TypeSpec]
     mentions: MentionSettings = MentionSettings()

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from mindnet.settings import ChunkProfile, ChunkStrategy
+from mindnet.vault.budget import checkpoint
 from mindnet.vault.headings import parse_heading
 
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
@@ -65,6 +66,7 @@ def split_blocks(body: str) -> list[Block]:
     path: list[tuple[int, str]] = []
     i = 0
     while i < len(lines):
+        checkpoint(i)
         line = lines[i]
         if not line.strip():
             i += 1
@@ -105,30 +107,41 @@ def _cut_words(text: str, max_words: int, target_words: int) -> list[str]:
 
 def _split_long(block: Block, max_words: int, target_words: int) -> list[Block]:
     """Cut a block that alone exceeds max_words: tables/lists between lines, prose between sentences.
-    Code blocks are never cut."""
+    Code blocks are never cut. Each piece keeps the line it starts on."""
     if block.words <= max_words or block.kind in ("code", "heading"):
         return [block]
     if block.kind in ("table", "list", "quote"):
         units = block.text.split("\n")
         header = units[:2] if block.kind == "table" and len(units) > 2 else []
         units = units[len(header):]
+        lines = [block.line + len(header) + n for n in range(len(units))]
         joiner = "\n"
     else:
         # between sentences; a run-on sentence longer than max_words is cut between words
         sentences = SENTENCE_END.split(block.text)
         units = [piece for sentence in sentences for piece in _cut_words(sentence, max_words, target_words)]
+        lines, cursor = [], 0
+        for unit in units:     # where each unit starts in the block (its first word, searched forward)
+            words = unit.split()
+            found = block.text.find(words[0], cursor) if words else -1
+            cursor = found if found >= 0 else cursor
+            lines.append(block.line + block.text.count("\n", 0, cursor))
         header, joiner = [], " "
-    pieces: list[list[str]] = [[]]
-    for unit in units:
-        current = pieces[-1]
-        if current and len(joiner.join(current + [unit]).split()) > target_words:
-            pieces.append([])
-        pieces[-1].append(unit)
+    # pieces of at most target_words words (counted as they grow: a piece's words are its units' words)
+    pieces: list[tuple[int, list[str]]] = [(lines[0] if lines else block.line, [])]
+    size = 0
+    for unit, line in zip(units, lines, strict=True):
+        words = len(unit.split())
+        if pieces[-1][1] and size + words > target_words:
+            pieces.append((line, []))
+            size = 0
+        pieces[-1][1].append(unit)
+        size += words
     out = []
-    for piece in pieces:
+    for n, (line, piece) in enumerate(pieces):
         text = joiner.join(header + piece)
         if text.strip():
-            out.append(Block(block.kind, text, block.heading_path, block.line))
+            out.append(Block(block.kind, text, block.heading_path, block.line if n == 0 else line))
     return out
 
 
@@ -138,16 +151,20 @@ def pack_chunks(blocks: list[Block], profile: ChunkProfile) -> list[Chunk]:
         units.extend(_split_long(b, profile.max_words, profile.target_words))
 
     chunks: list[Chunk] = []
+    # the open chunk, its word count and how many of its blocks are not headings, kept as it grows: counting
+    # them again per block was quadratic in a note of headings only (which never flushes)
     current: list[Block] = []
+    size = content = 0
 
-    def words(bs: list[Block]) -> int:
-        return sum(b.words for b in bs)
-
-    def only_headings(bs: list[Block]) -> bool:
-        return all(b.kind == "heading" for b in bs)
+    def add(block: Block) -> None:
+        nonlocal size, content
+        current.append(block)
+        size += block.words
+        content += block.kind != "heading"
 
     def flush() -> None:
-        if not current or only_headings(current):
+        nonlocal size, content
+        if not content:
             return
         # headings at the end belong to what follows them, so they open the next chunk
         cut = len(current)
@@ -157,11 +174,13 @@ def pack_chunks(blocks: list[Block], profile: ChunkProfile) -> list[Chunk]:
         first = next(b for b in body if b.kind != "heading")
         path = body[0].heading_path if body[0].kind == "heading" else first.heading_path
         chunks.append(Chunk("\n\n".join(b.text for b in body), list(path), body[0].line, list(body)))
-        current[:] = carry
+        current.clear()
+        size = content = 0
+        for b in carry:
+            add(b)
 
     for block in units:
-        if current and not only_headings(current):
-            size = words(current)
+        if content:
             if block.kind == "heading":
                 # by_heading: every heading opens a chunk; sliding: only once the chunk is half full
                 if profile.strategy is ChunkStrategy.BY_HEADING or size >= profile.target_words // 2:
@@ -169,7 +188,7 @@ def pack_chunks(blocks: list[Block], profile: ChunkProfile) -> list[Chunk]:
             elif size + block.words > profile.max_words or (
                     size >= profile.target_words and profile.strategy is ChunkStrategy.SLIDING):
                 flush()
-        current.append(block)
+        add(block)
     flush()
     if current and chunks:  # trailing headings without content join the last chunk
         last = chunks[-1]

@@ -22,6 +22,7 @@ from llama_index.core.schema import TextNode
 
 from mindnet.indexing.mentions import MentionIndex
 from mindnet.settings import TypesConfig
+from mindnet.vault.budget import CHECK_EVERY, checkpoint
 from mindnet.vault.links import extract_links
 from mindnet.vault.note import Note
 
@@ -143,6 +144,7 @@ def derive_edges(note: Note, nodes: list[TextNode], resolver: LinkResolver, type
                        "inline:rel": conf.inline_rel, "callout:edge": conf.callout}
     candidates: list[tuple[str, str, str]] = []   # (chunk id, note id, name) of unlinked mentions
     for i, node in enumerate(nodes):
+        checkpoint(int(node.metadata.get("line", note.body_line)) - note.body_line, CHECK_EVERY)
         cid = node.node_id
         edges.append(Edge(cid, note.note_id, "belongs_to", "structure:belongs_to", conf.structural, note.note_id))
         if i + 1 < len(nodes):

@@ -30,6 +30,7 @@ from mindnet.errors import VaultError
 from mindnet.indexing.chunker import chunk_body
 from mindnet.indexing.sparse import text_language
 from mindnet.settings import TypesConfig, load_yaml_model, shipped_types
+from mindnet.vault.budget import CHECK_EVERY, checkpoint
 from mindnet.vault.note import Note, parse_note
 
 log = logging.getLogger(__name__)
@@ -139,6 +140,7 @@ class MarkdownNoteParser(NodeParser):
         language = text_language(f"{note.title}\n{note.body}") or ""
         nodes: list[TextNode] = []
         for n, (chunk, window) in enumerate(pieces):
+            checkpoint(chunk.start_line, CHECK_EVERY)
             metadata = {
                 "chunk_id": ids[n], "note_id": note.note_id, "ord": n + 1, "title": note.title,
                 "path": note.path, "type": note.type, "retriever_weight": spec.retriever_weight,

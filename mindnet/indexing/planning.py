@@ -26,8 +26,9 @@ from mindnet.indexing.mentions import MentionIndex, common_limit
 from mindnet.indexing.node_parser import MarkdownNoteParser
 from mindnet.indexing.state import IndexState, NoteEntry, link_keys
 from mindnet.settings import MentionSettings, TypesConfig
+from mindnet.vault.budget import within_budget
 from mindnet.vault.links import extract_links
-from mindnet.vault.note import Note
+from mindnet.vault.note import Note, budget_warning, cut_note
 from mindnet.vault.scan import Issue, iter_markdown_stats, load_note, scan_vault
 
 PIPELINE_VERSION = "5"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
@@ -80,10 +81,19 @@ def config_key(types: TypesConfig, model_key: str) -> str:
 def _plan_note(note: Note, parser: MarkdownNoteParser, resolver: LinkResolver, types: TypesConfig,
                mentions: MentionIndex | None, model_key: str, issues: list[Issue],
                nodes: list[TextNode] | None = None) -> PlannedNote:
-    nodes = parser.note_to_nodes(note) if nodes is None else nodes
+    """Chunks (unless given) and edges of one note, within the per-note budget: a note whose linking runs past
+    it is chunked and linked again as far as it was read, with a report line."""
+    def attempt(lines: int | None) -> tuple[Note, list[TextNode], list[Edge]]:
+        cut = note if lines is None else cut_note(note, lines, types)
+        chunks = nodes if lines is None and nodes is not None else parser.note_to_nodes(cut)
+        return cut, chunks, derive_edges(cut, chunks, resolver, types, mentions)
+
+    total = note.body.count("\n") + 1
+    (note, nodes, edges), kept = within_budget(types.note_budget_seconds, attempt)
+    if kept is not None:
+        issues.append(Issue("warning", note.path, budget_warning("linking", types, kept, total), note.body_line + kept))
     if not nodes:
         issues.append(Issue("warning", note.path, "note has a title but no text; nothing to search"))
-    edges = derive_edges(note, nodes, resolver, types, mentions)
     planned = PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key), edges_fingerprint(edges))
     if mentions is not None:
         planned.named, planned.found = named_in(note, mentions), found_in(note, mentions)

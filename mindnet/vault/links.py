@@ -12,11 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mindnet.vault.budget import checkpoint
+
 WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 REL_PREFIX = re.compile(r"^rel:\s*([A-Za-z_][\w-]*)\s+(.+)$", re.IGNORECASE)
 CALLOUT_START = re.compile(r"^\s*>\s*\[!edge\][+-]?\s*(.*)$", re.IGNORECASE)
 CALLOUT_KIND = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*:\s*(.*)$")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+INLINE_CODE = re.compile(r"`[^`\n]*`")
 # a tag starts after whitespace or line start, is not a heading marker and not only digits
 TAG = re.compile(r"(?:(?<=\s)|^)#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)", re.UNICODE | re.MULTILINE)
 
@@ -54,11 +57,14 @@ def _split_target(inner: str) -> tuple[str, str | None]:
     return target.strip(), heading
 
 
-def mask_code(text: str) -> str:
-    """Blank out fenced code blocks and inline code so links and tags inside them are not read."""
+def mask_code(text: str, *, body: bool = False) -> str:
+    """Blank out fenced code blocks and inline code so links and tags inside them are not read. `body`: the
+    text is a note's body, read under the import's per-note budget (`mindnet.vault.budget`)."""
     out: list[str] = []
     marker: str | None = None   # the open fence (``` or ~~~, possibly longer)
-    for line in text.split("\n"):
+    for no, line in enumerate(text.split("\n")):
+        if body:
+            checkpoint(no)
         fence = FENCE.match(line)
         if marker is None and fence:
             marker = fence.group(1)
@@ -70,8 +76,12 @@ def mask_code(text: str) -> str:
                 marker = None
             out.append("")
             continue
-        out.append(re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), line))
+        out.append(INLINE_CODE.sub(_blank, line) if "`" in line else line)
     return "\n".join(out)
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
 
 
 def extract_links(text: str) -> list[LinkRef]:
@@ -120,13 +130,14 @@ def extract_links(text: str) -> list[LinkRef]:
     return refs
 
 
-def extract_tags(text: str) -> list[str]:
-    tags: list[str] = []
-    for m in TAG.finditer(mask_code(text)):
+def extract_tags(text: str, *, body: bool = False) -> list[str]:
+    """The #tags of `text` in order of first use, each once (a dict: a list lookup per tag was quadratic)."""
+    tags: dict[str, None] = {}
+    for m in TAG.finditer(mask_code(text, body=body)):
         tag = m.group(1).rstrip("/-")
-        if tag and tag not in tags:
-            tags.append(tag)
-    return tags
+        if tag:
+            tags.setdefault(tag)
+    return list(tags)
 
 
 def strip_links(text: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from mindnet.errors import VaultError
 from mindnet.settings import TypesConfig
+from mindnet.vault.budget import within_budget
 from mindnet.vault.frontmatter import as_string_list, parse_yaml, split_fences
 from mindnet.vault.headings import first_h1
 from mindnet.vault.index_notes import is_index_body
@@ -95,8 +96,9 @@ def _json_safe(value: Any) -> Any:
 
 
 def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 0.0, size: int = 0,
-               mtime_ns: int = 0) -> Note:
-    """Parse one file's bytes. Raises VaultError (with file and line) for input that cannot become a note."""
+               mtime_ns: int = 0, body_lines: int | None = None) -> Note:
+    """Parse one file's bytes. Raises VaultError (with file and line) for input that cannot become a note.
+    `body_lines`: keep only the body's first lines (a note cut at its reading budget, `mindnet.vault.budget`)."""
     if not raw.strip():
         raise VaultError("file is empty", path=rel_path, line=1, hint="write some content or delete the file")
     try:
@@ -109,9 +111,34 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
     text = unicodedata.normalize("NFC", text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
     rel_path = unicodedata.normalize("NFC", rel_path)
     meta, body, body_line, fm_error = _read_frontmatter(text, rel_path)
-    meta = _json_safe(meta)
-    warnings: list[str] = []
+    if body_lines is not None:
+        body = first_lines(body, body_lines)
+    return _note_from(_json_safe(meta), body, body_line, rel_path, types, content_hash=hashlib.sha256(raw).hexdigest(),
+                      mtime=mtime, size=size, mtime_ns=mtime_ns, fm_error=fm_error)
 
+
+def first_lines(body: str, lines: int) -> str:
+    """The first `lines` lines of `body` (without reading past them)."""
+    if lines <= 0:
+        return ""
+    end = -1
+    for _ in range(lines):
+        end = body.find("\n", end + 1)
+        if end < 0:
+            return body
+    return body[:end]
+
+
+def cut_note(note: Note, lines: int, types: TypesConfig) -> Note:
+    """`note` with only its body's first `lines` lines, its title, tags and type derived from them again."""
+    return _note_from(note.frontmatter, first_lines(note.body, lines), note.body_line, note.path, types,
+                      content_hash=note.content_hash, mtime=note.mtime, size=note.size, mtime_ns=note.mtime_ns,
+                      fm_error=note.frontmatter_error)
+
+
+def _note_from(meta: dict[str, Any], body: str, body_line: int, rel_path: str, types: TypesConfig, *,
+               content_hash: str, mtime: float, size: int, mtime_ns: int, fm_error: VaultError | None) -> Note:
+    warnings: list[str] = []
     title = str(meta.get("title") or "").strip()
     if not title:
         title = first_h1(body) or PurePosixPath(rel_path).stem
@@ -126,13 +153,17 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
         warnings.append(warning)
     # tags are case-insensitive, as in Obsidian: #ML and #ml are one tag (and one filter value)
     written = [t.lstrip("#").lower() for t in as_string_list(meta.get("tags"))]
-    tags = list(dict.fromkeys([t for t in written if t] + [t.lower() for t in extract_tags(body)]))
+    tags = list(dict.fromkeys([t for t in written if t] + [t.lower() for t in extract_tags(body, body=True)]))
+    if len(tags) > types.max_tags:
+        # every chunk carries the note's tags: 50,000 tags in 500 chunks would be 25 million payload entries
+        warnings.append(f"{len(tags)} tags; the first {types.max_tags} are kept (max_tags in types.yaml)")
+        tags = tags[: types.max_tags]
     if meta.get("type") in (None, "") and _looks_like_index(body, tags, types):
         note_type = types.index_type() or note_type
     return Note(
         note_id=note_id, path=rel_path, title=title, type=note_type,
         aliases=as_string_list(meta.get("aliases") or meta.get("alias")), tags=tags, frontmatter=meta,
-        body=body, body_line=body_line, content_hash=hashlib.sha256(raw).hexdigest(), mtime=mtime,
+        body=body, body_line=body_line, content_hash=content_hash, mtime=mtime,
         size=size, mtime_ns=mtime_ns, warnings=warnings, frontmatter_error=fm_error)
 
 
@@ -182,8 +213,20 @@ def read_regular_file_stat(path: Path, rel: str, limit: int) -> tuple[bytes, os.
 
 
 def read_note(root: Path, path: Path, types: TypesConfig) -> Note:
+    """The note at `path`, read within the per-note budget (`types.note_budget_seconds`): a note whose reading
+    runs past it is kept as far as it was read, with a warning naming the line."""
     rel = path.relative_to(root).as_posix()
     # the stat comes from the open handle before reading: a write after it changes the stat, so an import that
     # trusts an unchanged stat never keeps an older text than the file's
     raw, info = read_regular_file_stat(path, rel, types.max_file_bytes)
-    return parse_note(raw, rel, types, mtime=info.st_mtime, size=info.st_size, mtime_ns=info.st_mtime_ns)
+    note, kept = within_budget(types.note_budget_seconds, lambda lines: parse_note(
+        raw, rel, types, mtime=info.st_mtime, size=info.st_size, mtime_ns=info.st_mtime_ns, body_lines=lines))
+    if kept is not None:
+        note.warnings.append(budget_warning("reading", types, kept, raw.count(b"\n") + 2 - note.body_line))
+    return note
+
+
+def budget_warning(stage: str, types: TypesConfig, kept: int, total: int) -> str:
+    return (f"{stage} this note took longer than its budget of {types.note_budget_seconds:g} s "
+            f"(note_budget_seconds in types.yaml): imported up to body line {kept} of {total}, the rest is not "
+            f"searchable (fix: split the note)")
