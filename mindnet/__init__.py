@@ -22,13 +22,14 @@ _EXPORTS = {
     "rerank_head_tail": "mindnet.retrieval.postprocess",
     "aggregate_by_note": "mindnet.retrieval.postprocess",
     "Importer": "mindnet.indexing.pipeline",
-    "chunk_vector_store": "mindnet.indexing.pipeline",
+    "chunk_vector_store": "mindnet.retrieval.vector_store",
     "SparseEncoder": "mindnet.indexing.sparse",
     "Mindnet": "mindnet.service",
     "Settings": "mindnet.settings",
     "make_embedding": "mindnet.backends",
     "make_llm": "mindnet.backends",
-    "open_client": "mindnet.store.client",
+    "open_store": "mindnet.store.factory",
+    "Store": "mindnet.store.engine",
     "MindnetError": "mindnet.errors",
 }
 

@@ -134,8 +134,8 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
         importing = m.importing
         counts = m.last_counts if importing else await asyncio.to_thread(m.counts, wait=False)
         body = {"status": "ok", "importing": importing, "opening": m.opening,
-                "searchable": m.searchable, "searching_from": "start file" if m.answering_from_start_file else
-                ("index" if m.opened else None),
+                "searchable": m.searchable, "searching_from": "index" if m.opened else None,
+                "engine": m.engine,
                 "counts_from": "last complete import" if importing else "index", "collections": counts,
                 "embedding": m.settings.embedding, "vault": Path(m.settings.vault_root).name}
         # the running (or last) import: phase, notes, texts embedded / total, texts/s, ETA (mindnet.indexing.progress)

@@ -64,6 +64,8 @@ def render_import_report(report, as_json: bool, *, all_unresolved: bool = False)
     share = 100 * other / data["seconds_total"] if data["seconds_total"] else 0
     t.add_row("time", f"{data['seconds_total']:.2f} s total, {other:.2f} s ({share:.0f}%) besides embedding")
     console.print(t)
+    for line in data["notices"]:
+        console.print(f"note: {escape(line)}", highlight=False)
     for line in data["skipped"] + data["warnings"]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)   # one line per problem, unwrapped
     if all_unresolved:
@@ -84,7 +86,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     try:
         report = _ingest_with_progress(app, vault, args)
     finally:
-        app.close()   # releases the local Qdrant folder for the next process (or the next command)
+        app.close()   # releases the index folder for the next process (or the next command)
     render_import_report(report, args.json, all_unresolved=args.verbose or args.list_all)
     if args.strict and report.issues:
         err_console.print(f"--strict: {len(report.issues)} problems reported; exiting with 1")
@@ -121,15 +123,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     from mindnet.service import Mindnet
     from mindnet.store.integrity import check_index
     settings = _settings(args)
-    app = Mindnet(settings)
+    app = Mindnet(settings, read_only=True)
     try:
-        report = check_index(app.client, settings.collection_prefix)
+        report = check_index(app.store)
     finally:
-        app.close()      # a clean close leaves a current start file (searches while the index opens)
+        app.close()
     data = report.as_dict()
-    if not settings.qdrant_url:      # Qdrant's files are final only after the close
-        from mindnet.store.start_file import why_not_current
-        data["start_file"] = why_not_current(Path(settings.qdrant_path), settings.collection_prefix) or "current"
     if args.json:
         console.print_json(json.dumps(data))
     else:
@@ -139,11 +138,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
-        if data["snapshot"] in ("stale", "missing", "corrupt"):
-            console.print(f"index snapshot: {data['snapshot']} (rebuilt from Qdrant when the index is next opened)")
-        if data.get("start_file", "current") != "current":
-            console.print(f"start file: {escape(data['start_file'])} (searches wait for Qdrant to open until the "
-                          f"next clean close writes it)")
+        if data["graph"] in ("stale", "missing", "corrupt"):
+            console.print(f"link graph file: {data['graph']} (rebuilt from the edges when the index is next "
+                          f"opened by an import or a server)")
         if data["unembedded"]:
             console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
                           f"`mindnet ingest` or a running server adds their vectors)")
@@ -193,7 +190,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         {"depth": args.expand_depth, "edge_types": args.edge_types.split(",") if args.edge_types else None},
         filters={"types": args.type or [], "tags": args.tag or [], "path_prefix": args.path_prefix},
         explain=args.explain, variants=args.variant or [], keywords=args.keyword or [], group=args.group)
-    mindnet = Mindnet(_settings(args))
+    mindnet = Mindnet(_settings(args), read_only=True)
     try:
         data = mindnet.query(request)
     finally:
@@ -268,14 +265,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mindnet.service import Mindnet
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
-    mindnet.check_free()   # a Qdrant folder another process holds is reported before the server starts
+    mindnet.check_free()   # an index folder another process holds is reported before the server starts
     from mindnet.security import exposure_warning
     warning = exposure_warning(args.host, mindnet.settings.api_token)
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
-    # Qdrant opens (local mode loads every point) and the retriever's mirrors load from the index snapshot while
-    # the server starts: /health answers at once, searches are answered from the start file within a second
-    # (mindnet.store.start_file), and the first search on Qdrant itself is warm
+    # the index opens and the link graph loads while the server starts: /health answers at once, and the first
+    # search is warm
     threading.Thread(target=mindnet.warm, name="mindnet-warm", daemon=True).start()
     app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
@@ -283,13 +279,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"
     console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs); {following}")
     # uvicorn stops gracefully on SIGTERM, then raises the signal again: with Python's default handler that would
-    # end the process before the `finally` below closes the index (leaving SQLite's journal and no start file)
+    # end the process before the `finally` below closes the index
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         uvicorn.run(app, host=args.host, port=port, log_level="warning")
     finally:
         mindnet.live.stop()
-        mindnet.close()    # releases the folder and leaves a current start file for the next start
+        mindnet.close()    # flushes and releases the index folder
     return 0
 
 
@@ -301,7 +297,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from mindnet.live import LiveIndex, Reimport
     from mindnet.service import Mindnet
     mindnet = Mindnet(_settings(args))
-    _ = mindnet.client
+    _ = mindnet.store
 
     def show(r: Reimport) -> None:
         d = r.as_dict()

@@ -1,5 +1,5 @@
-"""`Mindnet`: the one object that owns a Qdrant client, the embedding model and the components built on
-them. The CLI, the HTTP API and the chat UI all go through it, so a server process holds the local Qdrant
+"""`Mindnet`: the one object that owns the index (a `Store`), the embedding model and the components built on
+them. The CLI, the HTTP API and the chat UI all go through it, so a server process holds the embedded index
 folder once and serves import, query and chat from it.
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from qdrant_client import QdrantClient
 
 from mindnet.backends import (
     Embedder,
@@ -35,11 +34,10 @@ from mindnet.retrieval.query import QueryRequest
 from mindnet.retrieval.results import hit_dict, result_dict
 from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 from mindnet.settings import Settings
-from mindnet.store import snapshot, start_file
-from mindnet.store.client import held_by_other, locked_error, open_client, release_holder
-from mindnet.store.collections import CollectionLayout, point_id
-from mindnet.store.memory import long_lived
-from mindnet.store.startup_reader import StartupReader
+from mindnet.store.collections import point_id
+from mindnet.store.engine import Store
+from mindnet.store.factory import MEMORY, needs_rebuild, open_store
+from mindnet.store.folder import held_by_other, locked_error, remove_legacy
 
 if TYPE_CHECKING:
     from mindnet.analysis.analyzer import Analyzer
@@ -55,17 +53,17 @@ DRAFT_BUDGET_S = 10.0   # seconds a server may spend reading one draft (a sane o
 
 class Mindnet:
     """The whole of mindnet over one index: import (`ingest`), search (`query`, `retriever`), chat (`chat`),
-    drafts and logs, sharing one Qdrant client and embedding model. `Mindnet.from_env()` builds it from the
-    MINDNET_* settings; `Mindnet(settings, client=..., embed_model=...)` takes your own; `close()` releases
-    the local Qdrant folder."""
+    drafts and logs, sharing one store and embedding model. `Mindnet.from_env()` builds it from the MINDNET_*
+    settings; `Mindnet(settings, store=..., embed_model=...)` takes your own; `close()` releases the index."""
 
-    def __init__(self, settings: Settings, *, client: QdrantClient | None = None,
-                 embed_model: BaseEmbedding | None = None) -> None:
+    def __init__(self, settings: Settings, *, store: Store | None = None,
+                 embed_model: BaseEmbedding | None = None, read_only: bool = False) -> None:
         self.settings = settings
-        self._client = client
+        self._store = store
+        self.read_only = read_only      # a command that only reads: a missing index folder is not created
         self._embed_model = embed_model
-        # local Qdrant is one client per process: imports and searches take turns on it, step by step (a search
-        # never meets a half-written batch of notes, and waits for the whole of phase 1 of a full rebuild)
+        # one store per process: imports and searches take turns on it, step by step (a search never meets a
+        # half-written batch of notes, and waits for the whole of phase 1 of a full rebuild)
         self._open_lock = threading.Lock()
         self.index_lock = threading.RLock()   # re-entrant: a full rebuild holds it across its steps
         # one import at a time; it takes `index_lock` only for each write step, so searches run in between
@@ -74,8 +72,6 @@ class Mindnet:
         self.progress = ImportProgress()
         self._wanted = threading.Event()       # another import waits for `import_lock`
         self._warming = False                  # `warm` runs: the index is about to open
-        self._start_file_current = False       # the start file matched Qdrant's files when the client opened
-        self._index_written = False            # an import wrote through this object's client since
         self._importing = False
         self.live: LiveIndex | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
         self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
@@ -85,48 +81,38 @@ class Mindnet:
         return cls(Settings.from_env(**overrides))
 
     @cached_property
-    def client(self) -> QdrantClient:
+    def store(self) -> Store:
         # `mindnet serve` opens it in a background thread while the live import or a search may ask too: the
-        # folder must be opened once (a second open of a local folder is refused)
+        # folder must be opened once (a second open of an embedded folder is refused)
         with self._open_lock:
-            if "client" not in self.__dict__:
-                folder = self._local_folder()
-                # while the client is open SQLite's journal changes Qdrant's files: judge the start file now
-                self._start_file_current = folder is not None and \
-                    start_file.why_not_current(folder, self.settings.collection_prefix) is None
-                client = self._client or open_client(self.settings)
-                # the retriever that answered from the start file meanwhile searches Qdrant itself from now
-                # on, before any import can write through the new client
-                standing_in = self.__dict__.get("retriever")
-                if standing_in is not None and isinstance(standing_in.client, StartupReader):
-                    standing_in.attach(client)
-                self.__dict__["client"] = client
-            return self.__dict__["client"]
+            if "store" not in self.__dict__:
+                self.__dict__["store"] = self._store or open_store(self.settings, create=not self.read_only)
+            return self.__dict__["store"]
 
     @property
     def opened(self) -> bool:
-        return "client" in self.__dict__ or self._client is not None
+        return "store" in self.__dict__ or self._store is not None
+
+    @property
+    def engine(self) -> str:
+        """Which engine holds the index: qdrant-edge (embedded) or qdrant-server."""
+        return "qdrant-server" if self.settings.qdrant_url else "qdrant-edge"
 
     @property
     def searchable(self) -> bool:
-        """A search is answered now: the index is open, or its start file stands in while it opens."""
-        return self.opened or "retriever" in self.__dict__
-
-    @property
-    def answering_from_start_file(self) -> bool:
-        r = self.__dict__.get("retriever")
-        return r is not None and isinstance(r.client, StartupReader)
+        """A search is answered now: the index is open."""
+        return self.opened
 
     @property
     def opening(self) -> bool:
-        """The Qdrant client is being opened right now (a local folder with 500k points takes Qdrant ~25 s)."""
+        """The index is being opened right now (`mindnet serve` opens it in the background)."""
         return not self.opened and (self._open_lock.locked() or self._warming)
 
     def check_free(self) -> None:
-        """Raise StoreLockedError now when another mindnet process holds the local Qdrant folder (before a
+        """Raise StoreLockedError now when another mindnet process holds the embedded index folder (before a
         server starts and opens it in the background)."""
-        if not self.settings.qdrant_url and self._client is None:
-            folder = Path(self.settings.qdrant_path)
+        folder = self._local_folder()
+        if folder is not None:
             holder = held_by_other(folder)
             if holder:
                 raise locked_error(folder, holder)
@@ -144,95 +130,41 @@ class Mindnet:
 
     @cached_property
     def importer(self) -> Importer:
-        # Qdrant is opened only when the import needs it (an unchanged vault, by the manifest, does not)
-        opener = (lambda: self.client) if "client" not in self.__dict__ else self.client
-        local = None if self.settings.qdrant_url or self._client is not None else Path(self.settings.qdrant_path)
-        return Importer(client=opener, prefix=self.settings.collection_prefix, embedder=self.embedder,
+        # the index is opened only when the import needs it (an unchanged vault, by the manifest, does not)
+        opener = (lambda: self.store) if not self.opened else self.store
+        return Importer(store=opener, prefix=self.settings.collection_prefix, embedder=self.embedder,
                         types=self.settings.types, lock=self.index_lock, progress=self.progress,
                         on_written=self._after_import, on_embedded=self._after_vectors,
                         manifest=self.settings.cache_dir / f"manifest-{self.settings.collection_prefix}.json",
-                        local_folder=local, layout=CollectionLayout.from_settings(self.settings))
+                        local_folder=self._local_folder())
 
     @cached_property
     def retriever(self) -> MindnetRetriever:
-        standing_in = self._start_file_retriever()
-        if standing_in is not None:      # searches need no Qdrant yet: it opens when something else needs it
-            return standing_in
         # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
-        retriever = MindnetRetriever.from_settings(self.settings, client=self.client, embed_model=self.embed_model,
-                                                   reranker=make_reranker(self.settings), lock=self.index_lock)
-        # ready to search: the in-memory mirrors come from the index snapshot now, not in the first search
-        status = retriever.warm()
-        log.info("retriever ready (index snapshot: %s)", status)
+        retriever = MindnetRetriever.from_settings(self.settings, store=self.store, embed_model=self.embed_model,
+                                                   reranker=make_reranker(self.settings), lock=self.index_lock,
+                                                   write_graph=True)
+        if self.store.exists("notes"):   # ready to search: the link graph is read now, not in the first search
+            log.info("retriever ready (link graph: %s)", retriever.warm())
         return retriever
 
     def warm(self) -> None:
-        """Make searches ready, then open the index (`mindnet serve` runs it in the background at start, so
-        /health answers at once, and searches from the start file within about a second)."""
+        """Open the index and make searches ready (`mindnet serve` runs it in the background at start, so
+        /health answers at once)."""
         self._warming = True
         try:
             _ = self.retriever
-            _ = self.client
             self.retriever.warm_dense()
         except (MindnetError, OSError, ValueError) as exc:   # the first search reports it to the user
-            if self.answering_from_start_file:   # never answer from files another process may be changing
-                self.__dict__.pop("retriever", None)
-            log.warning("could not load the index mirrors at start: %s", exc)
+            log.warning("could not open the index at start: %s", exc)
         finally:
             self._warming = False
 
     def _local_folder(self) -> Path | None:
-        """The local Qdrant folder this object opens itself, else None (a server, or a client given to it)."""
-        if self.settings.qdrant_url or self._client is not None or str(self.settings.qdrant_path) == ":memory:":
+        """The embedded index folder this object opens itself, else None (a server, or a store given to it)."""
+        if self.settings.qdrant_url or self._store is not None or str(self.settings.qdrant_path) == MEMORY:
             return None
         return Path(self.settings.qdrant_path)
-
-    def _start_file_retriever(self) -> MindnetRetriever | None:
-        """Before local Qdrant is open (it unpickles every point: ~15 s at 10,000 notes), a retriever over the
-        index snapshot and the start file, when both match Qdrant's files exactly (mindnet.store.start_file) and
-        no other process holds the folder; else None."""
-        folder = self._local_folder()
-        if folder is None or self.opened:
-            return None
-        prefix = self.settings.collection_prefix
-        try:
-            reason = start_file.why_not_current(folder, prefix) or (
-                f"held by {holder}" if (holder := held_by_other(folder)) else None)
-            if reason is not None:
-                log.info("searches wait for the index to open (%s)", reason)
-                return None
-            with long_lived():      # the mirrors live as long as the index is open
-                data = snapshot.load(start_file.snapshot_file(folder, prefix))
-                reader = StartupReader(prefix, data, start_file.load(folder, prefix, data))
-        except (MindnetError, OSError, ValueError) as exc:   # then searches wait for Qdrant, as before
-            log.warning("cannot search from the start file: %s", exc)
-            return None
-        retriever = MindnetRetriever.from_settings(self.settings, client=reader, embed_model=self.embed_model,
-                                                   reranker=make_reranker(self.settings), lock=self.index_lock)
-        retriever.use_data(data, "start file")
-        with self._open_lock:
-            # the client may have opened meanwhile (another thread): search through it from the start; else
-            # publish the retriever now, so the client's opening switches it (`client`)
-            if "client" in self.__dict__:
-                retriever.attach(self.__dict__["client"])
-            self.__dict__["retriever"] = retriever
-        log.info("searches answered from the start file until the index is open")
-        return retriever
-
-    def _collect_start_file(self) -> start_file.PendingStart | None:
-        """What to leave as the start file for the next process (None when the one there still matches)."""
-        folder = self._local_folder()
-        # nothing written since a current start file: it still matches once the client has closed (and if
-        # something wrote unseen, the next start finds Qdrant's files changed and does not trust it)
-        if folder is None or (self._start_file_current and not self._index_written):
-            return None
-        try:
-            with self.index_lock:
-                opened = snapshot.open_index(self.client, self.settings.collection_prefix)
-                return start_file.collect(self.client, self.settings.collection_prefix, opened.data, folder)
-        except (MindnetError, OSError, ValueError, RuntimeError) as exc:   # e.g. a client closed already: the
-            log.warning("could not write the start file: %s", exc)          # next start opens Qdrant first
-            return None
 
     @cached_property
     def logs(self) -> FlywheelLogs:
@@ -282,6 +214,10 @@ class Mindnet:
         # phase 2 begins beside phase 1 (a worker embeds the notes already written), unless a server's vector
         # worker is embedding already: it picks the new chunks up
         beside = embed and self.importer.overlap and self.vectors_lock.acquire(blocking=False)
+        folder = self._local_folder()
+        legacy = needs_rebuild(folder, self.settings.collection_prefix) if folder is not None else None
+        if legacy:
+            log.warning("%s", legacy)
         try:
             with self.import_lock:
                 self._wanted.clear()
@@ -313,6 +249,10 @@ class Mindnet:
         finally:
             if beside:
                 self.vectors_lock.release()
+        if legacy and folder is not None and not report.stopped_early:
+            freed = remove_legacy(folder)
+            report.notices.append(f"the index was rebuilt with Qdrant Edge from the vault and the embedding cache; "
+                                  f"the old local-mode files ({freed / 1e6:.0f} MB) were removed")
         if beside:     # both phases side by side: the totals over the whole run, not the sum of the phases
             report.embedding_calls = embedder.calls - calls0
             report.embedded_texts = embedder.embedded - texts0
@@ -355,23 +295,20 @@ class Mindnet:
         """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
         step holds it) answers with the last counts instead of waiting for it."""
         if not wait and self.opening:       # serve opens the index in the background: do not wait for it
-            reader = self.__dict__.get("retriever")
-            if reader is not None and isinstance(reader.client, StartupReader):   # as the start file has them
-                return {kind: reader.client.count(name).count for kind, name in self.settings.collections.items()}
             return dict(self.last_counts)
         if not self.index_lock.acquire(blocking=wait or not self.last_counts):
             return dict(self.last_counts)
         try:
-            self.last_counts = {kind: (self.client.count(name).count if self.client.collection_exists(name) else 0)
-                                for kind, name in self.settings.collections.items()}
+            store = self.store
+            self.last_counts = {kind: (store.count(kind) if store.exists(kind) else 0)
+                                for kind in self.settings.collections}
         finally:
             self.index_lock.release()
         return dict(self.last_counts)
 
     def _after_import(self) -> None:
-        self._index_written = True
         if "retriever" in self.__dict__:
-            with self.index_lock:    # between two searches: one search must not see its mirrors change
+            with self.index_lock:    # between two searches: one search must not see its graph change
                 self.retriever.invalidate()
         if "analyzer" in self.__dict__:
             self.analyzer.invalidate()
@@ -383,7 +320,7 @@ class Mindnet:
         """Suggestions for a draft or a note (links, relation kinds, type, tags, duplicate); reads only."""
         from mindnet.analysis.analyzer import Analyzer
         from mindnet.chat.llm import LLMGate
-        return Analyzer(settings=self.settings, client=self.client, retriever=self.retriever,
+        return Analyzer(settings=self.settings, store=self.store, retriever=self.retriever,
                         embedder=self.embedder, lock=self.index_lock, gate=LLMGate(settings=self.settings))
 
     def analyze(self, **request: object) -> AnalysisResult:
@@ -394,7 +331,6 @@ class Mindnet:
         return await asyncio.to_thread(self.analyze, **request)
 
     def _after_vectors(self) -> None:
-        self._index_written = True
         if "retriever" in self.__dict__:
             with self.index_lock:
                 self.retriever.vectors_changed()
@@ -451,12 +387,10 @@ class Mindnet:
         """A draft must not take the id of another note: the import would keep only one of the two."""
         from mindnet.chat.drafts import draft_filename
         from mindnet.errors import DraftConflictError
-        from mindnet.store.collections import names
-        notes = names(self.settings.collection_prefix)["notes"]
         with self.index_lock:
-            if not self.client.collection_exists(notes):
+            if not self.store.exists("notes"):
                 return
-            owners = self.client.retrieve(notes, ids=[point_id(draft.note_id)], with_payload=["path"])
+            owners = self.store.retrieve("notes", [point_id(draft.note_id)], payload=["path"])
         own_path = "/".join(p for p in (folder, draft_filename(draft.title, fallback=draft.note_id)) if p)
         if owners and owners[0].payload.get("path") != own_path:
             raise DraftConflictError(f"the id {draft.note_id!r} is already used by {owners[0].payload.get('path')}",
@@ -509,25 +443,15 @@ class Mindnet:
 
     def indexed_notes(self) -> list[dict]:
         """title, type and link count of every indexed note ([] before the first import): the chat's starters."""
-        from mindnet.store.collections import names, scroll_points
-        notes = names(self.settings.collection_prefix)["notes"]
         with self.index_lock:
-            if not self.client.collection_exists(notes):
+            if not self.store.exists("notes"):
                 return []
-            points = list(scroll_points(self.client, notes, fields=["title", "type", "edge_ids"]))
-        return [{"title": p.payload.get("title"), "type": p.payload.get("type"),
-                 "links": len(p.payload.get("edge_ids") or [])} for p in points]
+            records = list(self.store.scroll("notes", payload=["title", "type", "edge_ids"]))
+        return [{"title": r.payload.get("title"), "type": r.payload.get("type"),
+                 "links": len(r.payload.get("edge_ids") or [])} for r in records]
 
     def close(self) -> None:
-        if "client" in self.__dict__:
-            pending = self._collect_start_file()
-            self.client.close()
-            if self._local_folder() is not None:
-                release_holder(self._local_folder())
-            if pending is not None:
-                try:
-                    pending.finish()
-                except OSError as exc:
-                    log.warning("could not write the start file: %s", exc)
+        if "store" in self.__dict__:
+            self.store.close()
         if "embedder" in self.__dict__:
             self.embedder.cache.close()

@@ -173,6 +173,12 @@ class HybridSettings(Strict):
                                 "least as much as its dense share")
 
 
+class DenseSettings(Strict):
+    exact_below: int = Field(300_000, ge=0, description="chunks up to which dense search is exact (a full scan: the "
+                                                         "same hits every time); above, HNSW")
+    hnsw_ef: int = Field(256, ge=1, le=10_000, description="HNSW search breadth above exact_below")
+
+
 class RerankSettings(Strict):
     enabled: bool = False
     limit: int = Field(20, ge=1, le=200)
@@ -199,6 +205,7 @@ class RetrieverConfig(Strict):
     expand: ExpandSettings = ExpandSettings()
     graph: GraphSettings = GraphSettings()
     hybrid: HybridSettings = HybridSettings()
+    dense: DenseSettings = DenseSettings()
     rerank: RerankSettings = RerankSettings()
     aggregation: AggregationSettings = AggregationSettings()
     intent: IntentSettings = IntentSettings()

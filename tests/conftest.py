@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Iterator
 
@@ -78,11 +77,3 @@ def make_app(tmp_path, fake_ollama):
 # ============================================================================================
 # END vault import
 # ============================================================================================
-
-
-@pytest.fixture(autouse=True)
-def _unfreeze_the_heap() -> Iterator[None]:
-    """Opening an index freezes the heap (mindnet.store.memory.long_lived): right for a process with one index,
-    but a test process opens hundreds; hand the frozen objects back to the collector after each test."""
-    yield
-    gc.unfreeze()

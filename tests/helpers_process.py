@@ -1,4 +1,4 @@
-"""Run part of a test in a real child process: killed by SIGKILL at a chosen Qdrant write (crash tests), or
+"""Run part of a test in a real child process: killed by SIGKILL at a chosen write to the index (crash tests), or
 without root's permission override (unreadable-folder tests).
 
 The child is forked, so it starts at once with every module already imported; it talks to the parent only
@@ -12,12 +12,10 @@ import os
 import signal
 from collections.abc import Callable
 
-from qdrant_client import QdrantClient
+from mindnet.store.engine import Store
 
-# every QdrantClient method that changes a collection; the import uses upsert, delete and create_collection
-WRITE_METHODS = ("upsert", "upload_points", "upload_collection", "batch_update_points", "delete", "set_payload",
-                 "overwrite_payload", "delete_payload", "delete_vectors", "update_vectors", "create_collection",
-                 "recreate_collection", "delete_collection", "update_collection", "create_payload_index")
+# every Store method that changes the index (collections, points, vectors, the import's token)
+WRITE_METHODS = ("create", "drop", "upsert", "set_dense", "delete", "delete_where", "write_token")
 
 
 def run_child(target: Callable[[], None], *, timeout: float = 120) -> int:
@@ -34,8 +32,9 @@ def run_child(target: Callable[[], None], *, timeout: float = 120) -> int:
 
 
 def kill_after_writes(n: int, log_path: str | None = None) -> None:
-    """In this process, SIGKILL ourselves right after the n-th write to Qdrant has returned (nothing of the
-    Python side runs after it: no finally, no atexit). Each write's method name is appended to `log_path`."""
+    """In this process, SIGKILL ourselves right after the n-th write to the index has returned (nothing of the
+    Python side runs after it: no finally, no atexit). Each write's method name is appended to `log_path`.
+    Every store class (Qdrant Edge, a server) is wrapped: the import's writes all go through them."""
     count = 0
 
     def wrap(name: str, original: Callable) -> Callable:
@@ -51,8 +50,12 @@ def kill_after_writes(n: int, log_path: str | None = None) -> None:
             return result
         return write
 
-    for name in WRITE_METHODS:
-        setattr(QdrantClient, name, wrap(name, getattr(QdrantClient, name)))
+    from mindnet.store.edge import EdgeStore
+    from mindnet.store.server import ServerStore
+    for cls in (EdgeStore, ServerStore):
+        for name in WRITE_METHODS:
+            setattr(cls, name, wrap(name, getattr(cls, name)))
+    assert all(name in vars(Store) for name in WRITE_METHODS)
 
 
 # Linux capabilities that let root read any file and list any folder whatever its mode

@@ -1,7 +1,8 @@
 """A tiny hand-built index for the retrieval tests: notes with hand-set 4-d vectors, edges written directly.
 
-`build_index(client, notes, edges)` writes chunks through `chunk_vector_store` (so the sparse BM25 vectors are
-the importer's), note records (titles for explanations) and edge payloads. `DictEmbedding` answers each query
+`build_index(store, notes, edges)` writes chunks as the importer does (`chunk_points`: its payloads and BM25
+vectors), note records (titles for explanations) and edge payloads, into a real store (Qdrant Edge in a temp
+folder unless a test passes another). `DictEmbedding` answers each query
 text with the vector the test set for it, so exact orders can be asserted.
 """
 
@@ -15,15 +16,15 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import TextNode
 from pydantic import Field
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 
 from mindnet.indexing.edges import Edge
 from mindnet.indexing.node_parser import chunk_id
-from mindnet.indexing.pipeline import chunk_vector_store
+from mindnet.indexing.vectors import chunk_points
 from mindnet.retrieval.retriever import MindnetRetriever
 from mindnet.settings import RetrieverConfig
-from mindnet.store.collections import ensure_collections, names, point_id
+from mindnet.store.collections import point_id
+from mindnet.store.engine import Point, Store
+from mindnet.store.factory import TemporaryEdgeStore
 
 PREFIX = "t"
 DIM = 4
@@ -107,24 +108,21 @@ def chunk_nodes(spec: NoteSpec) -> list[TextNode]:
             "path": spec.the_path, "type": spec.type, "retriever_weight": spec.weight,
             "tags": list(spec.tags),
             "text": text, "window": text, "heading_path": [], "lang": spec.lang}
-        node = TextNode(id_=point_id(ids[i]), text=text, metadata=meta, embedding=list(vec),
+        node = TextNode(id_=ids[i], text=text, metadata=meta, embedding=list(vec),
                         excluded_embed_metadata_keys=[k for k in meta if k != "title"],
                         excluded_llm_metadata_keys=[k for k in meta if k != "title"])
         nodes.append(node)
     return nodes
 
 
-def build_index(client: QdrantClient, notes: Sequence[NoteSpec], edges: Sequence[Edge] = (),
-                prefix: str = PREFIX, dim: int = DIM) -> None:
-    ensure_collections(client, prefix, dim)
-    chunk_vector_store(client, prefix).add([n for spec in notes for n in chunk_nodes(spec)])
-    client.upsert(names(prefix)["notes"], points=[
-        qm.PointStruct(id=point_id(s.note_id), vector={}, payload={
-            "note_id": s.note_id, "title": s.the_title, "type": s.type, "path": s.the_path, "tags": s.tags,
-            "retriever_weight": s.weight}) for s in notes])
-    if edges:
-        client.upsert(names(prefix)["edges"], points=[
-            qm.PointStruct(id=point_id(e.edge_id), vector={}, payload=e.payload()) for e in edges])
+def build_index(store: Store, notes: Sequence[NoteSpec], edges: Sequence[Edge] = (), dim: int = DIM) -> None:
+    store.create(dim)
+    nodes = [n for spec in notes for n in chunk_nodes(spec)]
+    store.upsert("chunks", chunk_points(nodes, {n.node_id: list(n.embedding or []) for n in nodes}))
+    store.upsert("notes", [Point(point_id(s.note_id), {
+        "note_id": s.note_id, "title": s.the_title, "type": s.type, "path": s.the_path, "tags": s.tags,
+        "retriever_weight": s.weight}) for s in notes])
+    store.upsert("edges", [Point(point_id(e.edge_id), e.payload()) for e in edges])
 
 
 def config(**changes: Any) -> RetrieverConfig:
@@ -149,12 +147,13 @@ def config(**changes: Any) -> RetrieverConfig:
 
 def make_retriever(notes: Sequence[NoteSpec], edges: Sequence[Edge] = (), *,
                    queries: dict[str, list[float]] | None = None, cfg: RetrieverConfig | None = None,
-                   client: QdrantClient | None = None, **kwargs: Any) -> MindnetRetriever:
-    """A retriever over a fresh in-memory index; `queries` maps query texts to vectors (default: "q" -> Q)."""
-    client = client or QdrantClient(":memory:")
-    build_index(client, notes, edges)
+                   store: Store | None = None, **kwargs: Any) -> MindnetRetriever:
+    """A retriever over a fresh index (Qdrant Edge in a temp folder unless `store` is given); `queries` maps
+    query texts to vectors (default: "q" -> Q)."""
+    store = store or TemporaryEdgeStore(PREFIX)
+    build_index(store, notes, edges)
     embed = DictEmbedding(vectors=queries or {"q": Q})
-    return MindnetRetriever(client=client, embed_model=embed, config=cfg or config(), prefix=PREFIX, **kwargs)
+    return MindnetRetriever(store=store, embed_model=embed, config=cfg or config(), **kwargs)
 
 
 def order(nodes: Sequence[Any]) -> list[str]:

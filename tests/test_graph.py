@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import networkx as nx
 import pytest
-from qdrant_client import QdrantClient
 from retrieval_fixtures import PREFIX, NoteSpec, build_index, link, unit
 
 from mindnet.indexing.edges import Edge
-from mindnet.retrieval.graph import Subgraph, expand, note_of, personalized_pagerank
+from mindnet.retrieval.graph import EdgeIndex, Subgraph, expand, note_of, personalized_pagerank
+from mindnet.store.factory import TemporaryEdgeStore
+from mindnet.store.graph_file import build
 
 
 @pytest.mark.parametrize(("node_id", "note"), [("a#c01", "a"), ("dir/x y#c12", "dir/x y"), ("a", "a"),
@@ -65,16 +68,18 @@ def test_pagerank_of_a_graph_without_edges_is_empty() -> None:
 
 
 @pytest.fixture
-def client() -> QdrantClient:
-    c = QdrantClient(":memory:")
+def index() -> Iterator[EdgeIndex]:
+    """The link graph of a small index, read from a real store as the retriever reads it."""
+    store = TemporaryEdgeStore(PREFIX)
     notes = [NoteSpec(n, [unit(1)]) for n in ("a", "b", "c", "d", "e")]
     edges = [link("a", "b"), link("b", "c", kind="depends_on"), link("c", "d"),
              link("a", "e", kind="mentions", confidence=0.4, rule_id="mention:title"),
              link("a", "e", kind="related_to", confidence=0.7, rule_id="edge_defaults:concept"),
              Edge("a#c01", "nowhere", "references", "explicit:wikilink", 1.0, "a", resolved=False),
              Edge("a#c01", "a#c02", "next", "structure:order", 1.0, "a")]
-    build_index(c, notes, edges)
-    return c
+    build_index(store, notes, edges)
+    yield EdgeIndex.from_data(build(store))
+    store.close()
 
 
 @pytest.mark.parametrize(("depth", "kinds", "notes"), [
@@ -86,19 +91,19 @@ def client() -> QdrantClient:
     (3, ["references", "depends_on"], {"a", "b", "c", "d"}),
     (3, ["next", "prev", "belongs_to"], {"a"}),                   # structural kinds are never followed
 ])
-def test_expand_follows_depth_and_edge_types(client: QdrantClient, depth: int, kinds: list[str],
+def test_expand_follows_depth_and_edge_types(index: EdgeIndex, depth: int, kinds: list[str],
                                              notes: set[str]) -> None:
-    assert expand(client, PREFIX, ["a#c01"], depth, kinds).notes == notes
+    assert expand(index, ["a#c01"], depth, kinds).notes == notes
 
 
-def test_expand_keeps_the_strongest_edge_between_two_notes(client: QdrantClient) -> None:
-    sub = expand(client, PREFIX, ["a#c01"], 1, ["mentions", "related_to"])
+def test_expand_keeps_the_strongest_edge_between_two_notes(index: EdgeIndex) -> None:
+    sub = expand(index, ["a#c01"], 1, ["mentions", "related_to"])
     assert sub.graph["a"]["e"]["confidence"] == 0.7
     assert sub.edge_bonus("e") == pytest.approx(0.7)
     assert sorted(e["kind"] for e in sub.incoming("e")) == ["mentions", "related_to"]
 
 
-def test_expand_seeds_are_notes_weighted_by_their_best_chunk(client: QdrantClient) -> None:
-    sub = expand(client, PREFIX, ["a#c01", "a#c02", "b#c01"], 1, ["references"],
+def test_expand_seeds_are_notes_weighted_by_their_best_chunk(index: EdgeIndex) -> None:
+    sub = expand(index, ["a#c01", "a#c02", "b#c01"], 1, ["references"],
                  {"a#c01": 0.2, "a#c02": 0.9, "b#c01": 0.5})
     assert sub.seeds == {"a": 0.9, "b": 0.5}

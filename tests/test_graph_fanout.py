@@ -1,6 +1,5 @@
-"""Graph expansion on CSR arrays: the same subgraph as the expansion it replaced (uncapped), the same picks on
-the Qdrant (server) path, fan-out caps per note and per query by edge strength, and PageRank on arrays equal
-to networkx's."""
+"""Graph expansion on CSR arrays: the same subgraph as the expansion it replaced (uncapped), fan-out caps per
+note and per query by edge strength, and PageRank on arrays equal to networkx's."""
 
 from __future__ import annotations
 
@@ -8,14 +7,11 @@ import random
 
 import networkx as nx
 import pytest
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 
 from mindnet.errors import ConfigError
 from mindnet.indexing.edges import edge_key
 from mindnet.retrieval.graph import STRUCTURAL, EdgeIndex, FanOut, GraphStats, expand, link_flow, note_of
 from mindnet.settings import RetrieverConfig, load_yaml_model
-from mindnet.store.collections import names, point_id
 
 
 def edge(src: str, dst: str, conf: float = 1.0, kind: str = "references", *, resolved: bool = True) -> dict:
@@ -69,14 +65,6 @@ def random_edges(seed: int, notes: int = 40, count: int = 200) -> list[dict]:
     return list(out.values())
 
 
-def qdrant_with(edges: list[dict]) -> QdrantClient:
-    client = QdrantClient(location=":memory:")
-    client.create_collection(names("t")["edges"], vectors_config={})
-    client.upsert(names("t")["edges"], points=[qm.PointStruct(id=point_id(e["edge_id"]), vector={}, payload=e)
-                                               for e in edges])
-    return client
-
-
 def picked(sub) -> tuple[set, dict]:
     graph = {(a, b): d["confidence"] for a, b, d in sub.graph.edges(data=True)}
     return {e["edge_id"] for e in sub.edges}, graph
@@ -88,22 +76,11 @@ def test_uncapped_csr_expansion_equals_the_old_expansion(seed: int, depth: int) 
     edges = random_edges(seed)
     kinds = ["references", "mentions", "related_to"]
     seeds = ["n3", "n7#c01", "n11"]
-    sub = expand(None, "t", seeds, depth, kinds, edge_index=EdgeIndex(edges))
+    sub = expand(EdgeIndex(edges), seeds, depth, kinds)
     ids, graph = old_expand(edges, [note_of(s) for s in seeds], depth, kinds)
     ids.discard("self")
     assert picked(sub) == (ids, graph)
     assert sub.edges and set(sub.seeds) == {"n3", "n7", "n11"}
-
-
-@pytest.mark.parametrize("caps", [FanOut(), FanOut(per_note=3), FanOut(per_query=25), FanOut(per_note=4, per_query=9)])
-def test_the_server_path_picks_the_same_edges_as_the_csr_path(caps: FanOut) -> None:
-    edges = [e for e in random_edges(5) if "#c" not in e["target_id"]]   # a server matches target ids as stored
-    client = qdrant_with(edges)
-    kinds = ["references", "mentions"]
-    via_csr = expand(client, "t", ["n2", "n9"], 2, kinds, edge_index=EdgeIndex(edges), caps=caps)
-    via_qdrant = expand(client, "t", ["n2", "n9"], 2, kinds, caps=caps)
-    assert picked(via_csr) == picked(via_qdrant)
-    assert [e["edge_id"] for e in via_csr.edges] == [e["edge_id"] for e in via_qdrant.edges]
 
 
 def hub_edges() -> list[dict]:
@@ -114,19 +91,16 @@ def hub_edges() -> list[dict]:
 
 
 def test_a_note_follows_only_its_strongest_links() -> None:
-    sub = expand(None, "t", ["moc"], 1, ["references"], edge_index=EdgeIndex(hub_edges()),
-                 caps=FanOut(per_note=5))
+    sub = expand(EdgeIndex(hub_edges()), ["moc"], 1, ["references"], caps=FanOut(per_note=5))
     # in and out count together: a -> moc (0.975) is among the moc's five strongest
     assert sorted(sub.graph.edges) == [("a", "moc"), ("moc", "x00"), ("moc", "x01"), ("moc", "x02"),
                                        ("moc", "x03")]
 
 
 def test_a_query_keeps_its_strongest_edges_nearer_hops_first() -> None:
-    sub = expand(None, "t", ["moc"], 2, ["references"], edge_index=EdgeIndex(hub_edges()),
-                 caps=FanOut(per_query=4))
+    sub = expand(EdgeIndex(hub_edges()), ["moc"], 2, ["references"], caps=FanOut(per_query=4))
     assert sorted(sub.graph.edges) == [("a", "moc"), ("moc", "x00"), ("moc", "x01"), ("moc", "x02")]
-    sub = expand(None, "t", ["moc"], 2, ["references"], edge_index=EdgeIndex(hub_edges()),
-                 caps=FanOut(per_note=2, per_query=5))
+    sub = expand(EdgeIndex(hub_edges()), ["moc"], 2, ["references"], caps=FanOut(per_note=2, per_query=5))
     # hop 1: the moc's two strongest, x00 (1.0) and x01 (0.99); hop 2: x00 -> far (0.9), x01 has no other link
     assert sorted(sub.graph.edges) == [("moc", "x00"), ("moc", "x01"), ("x00", "far")]
     assert len(sub.edges) <= 5
@@ -134,11 +108,10 @@ def test_a_query_keeps_its_strongest_edges_nearer_hops_first() -> None:
 
 def test_the_caps_bound_a_dense_graph() -> None:
     edges = random_edges(7, notes=60, count=1500)
-    sub = expand(None, "t", ["n1", "n2"], 2, ["references", "mentions", "related_to"],
-                 edge_index=EdgeIndex(edges), caps=FanOut(per_note=6, per_query=40))
+    sub = expand(EdgeIndex(edges), ["n1", "n2"], 2, ["references", "mentions", "related_to"],
+                 caps=FanOut(per_note=6, per_query=40))
     assert 0 < len(sub.edges) <= 40
-    uncapped = expand(None, "t", ["n1", "n2"], 2, ["references", "mentions", "related_to"],
-                      edge_index=EdgeIndex(edges))
+    uncapped = expand(EdgeIndex(edges), ["n1", "n2"], 2, ["references", "mentions", "related_to"])
     assert len(uncapped.edges) > 200
 
 
@@ -171,7 +144,7 @@ def test_global_pagerank_on_arrays_equals_networkx(seed: int) -> None:
 
 def test_link_flow_on_arrays_equals_the_networkx_walk() -> None:
     edges = [e for e in random_edges(3) if e["resolved"] and e["kind"] not in STRUCTURAL]
-    sub = expand(None, "t", ["n1", "n4"], 2, ["references", "mentions", "related_to"], edge_index=EdgeIndex(edges))
+    sub = expand(EdgeIndex(edges), ["n1", "n4"], 2, ["references", "mentions", "related_to"])
     stats = GraphStats(edges, 40, hub_degree=3.0)
     seeds = {"n1": 1.0, "n4": 0.5}
     g = sub.graph.copy()
@@ -207,8 +180,8 @@ def test_lazily_decoded_edges_equal_the_decoded_ones(seed: int, caps: FanOut) ->
         e.update(kinds=[e["kind"], "related_to"], default_rule="default:related_to", default_confidence=0.35)
     kinds = ["mentions", "related_to"]       # references only through their merged default kind
     index = EdgeIndex(edges)
-    lazy = expand(None, "t", ["n3", "n7"], 2, kinds, edge_index=index, caps=caps)
-    eager = expand(None, "t", ["n3", "n7"], 2, kinds, edge_index=index, caps=caps)
+    lazy = expand(index, ["n3", "n7"], 2, kinds, caps=caps)
+    eager = expand(index, ["n3", "n7"], 2, kinds, caps=caps)
     decoded = eager.edges                     # decodes every row once
     into, out = eager_ends(decoded)
     assert any(e["rule_id"] == "default:related_to" for e in decoded)    # the fixture has merged defaults
@@ -221,21 +194,3 @@ def test_lazily_decoded_edges_equal_the_decoded_ones(seed: int, caps: FanOut) ->
         strongest[pair] = max(strongest.get(pair, -1.0), float(e["confidence"]))
     assert {(a, b): d["confidence"] for a, b, d in lazy.graph.edges(data=True)} == strongest
     assert lazy.edges == decoded
-
-
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_pagerank_with_scipys_kernel_equals_the_public_product_bit_for_bit(seed: int, monkeypatch) -> None:
-    import numpy as np
-
-    import mindnet.store.snapshot as snapshot
-    rng = np.random.default_rng(seed)
-    n = 300
-    pairs = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, n, 700), rng.integers(0, n, 700), strict=True)
-                    if a != b})
-    src, dst = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
-    weight, restart = rng.random(len(pairs)), rng.random(n) * (rng.random(n) < 0.05)
-    restart[0] = 1.0
-    fast = snapshot.pagerank(n, src, dst, weight, personalization=restart)
-    assert snapshot._csr_matvec is not None     # this scipy has the kernel, so the fast path ran
-    monkeypatch.setattr(snapshot, "_csr_matvec", None)
-    assert np.array_equal(fast, snapshot.pagerank(n, src, dst, weight, personalization=restart))

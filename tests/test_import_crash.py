@@ -1,5 +1,5 @@
 """Crash safety of the import: a real child process is killed (SIGKILL) right after each of its writes to
-Qdrant while it imports a scripted change set (a changed note, a deleted note, a new note that heals a link and
+the index while it imports a scripted change set (a changed note, a deleted note, a new note that heals a link and
 so rewrites another note's edges only). A rerun must then leave an index that `check` passes and that equals a
 fresh import of the vault, whether the vault stayed as it was or changed again before the rerun (the new note
 deleted: the reproduction of a dangling edge that survived every incremental import)."""
@@ -16,7 +16,7 @@ from helpers_process import kill_after_writes, run_child
 from helpers_vault import fake_settings, write_vault
 
 from mindnet.service import Mindnet
-from mindnet.store.collections import names, scroll_points
+from mindnet.store.engine import KINDS
 from mindnet.store.integrity import check_index
 
 BEFORE = {
@@ -35,11 +35,8 @@ AFTER_UNDONE = {k: v for k, v in AFTER.items() if k != "b.md"}     # Beta delete
 
 def snapshot(app: Mindnet) -> dict[str, dict[str, dict]]:
     """Every point's payload per collection (without the file time, which differs between copies)."""
-    out: dict[str, dict[str, dict]] = {}
-    for kind, collection in names("t").items():
-        points = scroll_points(app.client, collection)
-        out[kind] = {str(p.id): {k: v for k, v in (p.payload or {}).items() if k != "updated"} for p in points}
-    return out
+    return {kind: {r.id: {k: v for k, v in r.payload.items() if k != "updated"} for r in app.store.scroll(kind)}
+            for kind in KINDS}
 
 
 def settings_in(folder: Path, url: str):
@@ -108,7 +105,7 @@ def test_a_kill_at_any_write_is_finished_by_the_next_run(indexed: Path, tmp_path
             app = Mindnet(settings_in(folder, fake_ollama.url))
             try:
                 app.ingest()
-                check = check_index(app.client, "t")
+                check = check_index(app.store)
                 state = snapshot(app)
             finally:
                 app.close()
@@ -123,19 +120,17 @@ def test_a_kill_at_any_write_is_finished_by_the_next_run(indexed: Path, tmp_path
 def test_an_edge_no_note_lists_is_removed_by_the_next_incremental_import(indexed: Path, fake_ollama) -> None:
     """An older version rewrote an unchanged note's edges before its record; killed in between, it left an
     edge no record lists (here: Alpha -> a note that is gone), which no incremental import removed."""
-    from qdrant_client import models as qm
-
     from mindnet.store.collections import point_id
+    from mindnet.store.engine import Point
     app = Mindnet(settings_in(indexed, fake_ollama.url))
     try:
-        alpha = next(p.payload for p in scroll_points(app.client, "t_notes") if p.payload["path"] == "a.md")
+        alpha = next(r.payload for r in app.store.scroll("notes") if r.payload["path"] == "a.md")
         leftover = {"edge_id": f"{alpha['note_id']}->gone", "note_id": alpha["note_id"], "kind": "references",
                     "source_id": alpha["note_id"], "target_id": "gone", "resolved": True, "rule_id": "explicit"}
-        app.client.upsert("t_edges", points=[qm.PointStruct(id=point_id(leftover["edge_id"]), vector={},
-                                                             payload=leftover)])
-        assert check_index(app.client, "t").unlisted == [leftover["edge_id"]]
+        app.store.upsert("edges", [Point(point_id(leftover["edge_id"]), leftover)])
+        assert check_index(app.store).unlisted == [leftover["edge_id"]]
         report = app.ingest()
-        assert (report.unchanged, check_index(app.client, "t").broken) == (4, False)
+        assert (report.unchanged, check_index(app.store).broken) == (4, False)
         assert snapshot(app) == fresh_import(indexed.parent / "reference", fake_ollama.url, BEFORE)
     finally:
         app.close()
@@ -157,10 +152,9 @@ def test_a_note_that_breaks_is_imported_body_only_unless_its_body_cannot_be_read
     app = Mindnet(settings_in(indexed, fake_ollama.url))
     try:
         report = app.ingest()
-        note = next(p.payload for p in scroll_points(app.client, "t_notes") if p.payload["path"] == "d.md")
-        texts = [p.payload["text"] for p in scroll_points(app.client, "t_chunks")
-                 if p.payload["note_id"] == note["note_id"]]
-        assert check_index(app.client, "t").broken is False
+        note = next(r.payload for r in app.store.scroll("notes") if r.payload["path"] == "d.md")
+        texts = [r.payload["text"] for r in app.store.scroll("chunks") if r.payload["note_id"] == note["note_id"]]
+        assert check_index(app.store).broken is False
     finally:
         app.close()
     assert ([i.level for i in report.issues], report.changed) == (["error" if kept else "warning"], 0 if kept else 1)
@@ -171,8 +165,11 @@ def test_a_note_that_breaks_is_imported_body_only_unless_its_body_cannot_be_read
 def test_check_after_a_kill_says_a_plain_ingest_repairs_it(indexed: Path, tmp_path: Path, fake_ollama,
                                                           monkeypatch, capsys) -> None:
     from mindnet.cli import main
+    log = tmp_path / "writes.log"
+    assert import_in_child(prepare(indexed, tmp_path / "count"), fake_ollama.url, 0, log) == 0
+    first_upsert = log.read_text().split().index("upsert") + 1     # the relink phase's pending record
     folder = prepare(indexed, tmp_path / "killed")
-    assert import_in_child(folder, fake_ollama.url, 4) == -9      # after the relink phase's pending record
+    assert import_in_child(folder, fake_ollama.url, first_upsert) == -9
     for key, value in {"EMBEDDING": "ollama", "OLLAMA_URL": fake_ollama.url, "QDRANT_PATH": folder / "qdrant",
                        "CACHE_DIR": folder / "cache", "COLLECTION_PREFIX": "t", "QDRANT_URL": "",
                        "TYPES_CONFIG": settings_in(folder, fake_ollama.url).types_config}.items():

@@ -9,26 +9,27 @@ from pathlib import Path
 
 import pytest
 from fake_ollama import FakeOllama
+from helpers_store import payloads
 from helpers_vault import copy_sample_vault, fake_settings, write_types, write_vault
 from llama_index.core import VectorStoreIndex
 from llama_index.embeddings.ollama import OllamaEmbedding
 from llama_index.vector_stores.qdrant import QdrantVectorStore
+from mindnet.store.client import open_local
 
 from mindnet.errors import DimensionMismatchError, EmbeddingError, StoreLockedError, VaultError
 from mindnet.service import Mindnet
-from mindnet.store.client import open_local
-from mindnet.store.integrity import check_index, scroll_payloads
+from mindnet.store.integrity import check_index
 from mindnet.vault.note import path_note_id
 
 EMBED = "/api/embed"
 
 
 def stored(app, kind: str, field: str) -> list:
-    return sorted(p[field] for p in scroll_payloads(app.client, f"t_{kind}", [field]))
+    return sorted(p[field] for p in payloads(app.store, kind, [field]))
 
 
 def stored_chunk_texts(app) -> dict[str, str]:
-    return {p["chunk_id"]: p["text"] for p in scroll_payloads(app.client, "t_chunks", ["chunk_id", "text"])}
+    return {p["chunk_id"]: p["text"] for p in payloads(app.store, "chunks", ["chunk_id", "text"])}
 
 
 class WriteSpy:
@@ -115,7 +116,7 @@ def test_import_writes_three_collections_and_a_consistent_graph(imported) -> Non
         "t_edges",
         "t_notes",
     ]
-    integrity = check_index(app.client, "t")
+    integrity = check_index(app.store)
     assert (integrity.broken, integrity.unresolved) == (
         False,
         [{"note_id": "src-smart-notes", "target": "Zettelkasten Methode", "kind": "references"}],
@@ -184,11 +185,11 @@ def test_changed_note_replaces_its_chunks_and_edges(tmp_path, make_app, fake_oll
         "n#c01": "# N\n\nnow short, links [[Other]]"
     }
     n_edges = sorted(
-        (p["kinds"], p["target_id"]) for p in scroll_payloads(app.client, "t_edges") if p["note_id"] == "n"
+        (p["kinds"], p["target_id"]) for p in payloads(app.store, "edges") if p["note_id"] == "n"
     )
     other = path_note_id("other.md")
     assert n_edges == [(["belongs_to"], "n"), (["references", "related_to"], other)]   # the default on the link
-    assert check_index(app.client, "t").broken is False
+    assert check_index(app.store).broken is False
 
 
 def test_deleted_file_loses_note_chunks_and_edges(tmp_path, make_app) -> None:
@@ -204,7 +205,7 @@ def test_deleted_file_loses_note_chunks_and_edges(tmp_path, make_app) -> None:
     )
     assert [
         (p["target_id"], p["resolved"])
-        for p in scroll_payloads(app.client, "t_edges")
+        for p in payloads(app.store, "edges")
         if p["kind"] == "references"
     ] == [("B", False)]
 
@@ -226,7 +227,7 @@ def test_renamed_note_is_stored_once_under_its_new_path(tmp_path, make_app, text
     assert (stored(app, "notes", "path"), stored(app, "notes", "note_id")) == (["moved/new.md"], [new_id])
     assert stored(app, "chunks", "path") == ["moved/new.md"]
     assert stored(app, "chunks", "note_id") == [new_id]
-    assert check_index(app.client, "t").broken is False
+    assert check_index(app.store).broken is False
 
 
 def test_full_rebuilds_every_note(tmp_path, make_app) -> None:
@@ -246,7 +247,7 @@ def test_unresolved_link_heals_when_a_matching_note_is_added(tmp_path, make_app)
     app = make_app()
     healed = [
         (p["target_id"], p["resolved"])
-        for p in scroll_payloads(app.client, "t_edges")
+        for p in payloads(app.store, "edges")
         if p.get("target_text") == "Zettelkasten Methode"
     ]
     assert first.unresolved == [("sources/s.md", "Zettelkasten Methode")]
@@ -284,7 +285,7 @@ def test_bad_vector_leaves_the_new_text_searchable_by_keywords_until_it_is_embed
     ]
     assert (report.changed, report.skipped, report.vectors_missing) == (1, [], 1)
     assert sorted(stored_chunk_texts(app).values()) == ["# M\n\nstays", "# N\n\nsecond version"]
-    assert check_index(app.client, "t").as_dict()["unembedded"] == 1
+    assert check_index(app.store).as_dict()["unembedded"] == 1
     fake_ollama.embed_fn = original
     again = app.ingest()      # nothing changed in the vault: only the missing vector is added
     assert (again.changed, again.embedded_texts, again.vectors_missing) == (0, 1, 0)
@@ -332,7 +333,7 @@ def test_ollama_down_midway_leaves_every_note_searchable_and_the_next_run_embeds
     fake_ollama.start()
     again = app.ingest()
     assert (again.new, again.unchanged, again.embedded_texts, again.vectors_missing) == (0, 30, missing, 0)
-    assert check_index(app.client, "t").broken is False
+    assert check_index(app.store).broken is False
 
 
 def test_profile_change_reembeds_only_windows_that_changed(tmp_path, make_app) -> None:
@@ -417,13 +418,13 @@ def test_a_run_dying_before_the_note_record_leaves_nothing_stale_after_the_next_
     write_vault(tmp_path / "vault", {"projects/big.md": _sections(1)})
     app = make_app()
     report = app.ingest()
-    big = next(p["note_id"] for p in scroll_payloads(app.client, "t_notes", ["note_id", "path"])
+    big = next(p["note_id"] for p in payloads(app.store, "notes", ["note_id", "path"])
                if p["path"] == "projects/big.md")
     assert report.changed == 1
     assert [c for c in stored(app, "chunks", "chunk_id") if c.startswith(big + "#")] == [f"{big}#c01"]
-    edges = [e["kind"] for e in scroll_payloads(app.client, "t_edges", ["kind", "note_id"]) if e["note_id"] == big]
+    edges = [e["kind"] for e in payloads(app.store, "edges", ["kind", "note_id"]) if e["note_id"] == big]
     assert sorted(edges) == ["belongs_to", "depends_on"]
-    assert check_index(app.client, "t").broken is False
+    assert check_index(app.store).broken is False
 
 
 def test_full_rebuild_with_the_backend_down_keeps_the_index(tmp_path, make_app, fake_ollama) -> None:
@@ -456,7 +457,7 @@ def test_check_reports_an_import_stopped_mid_note(tmp_path, make_app, monkeypatc
     app = make_app()
     with pytest.raises(KeyboardInterrupt):
         app.ingest()
-    report = check_index(app.client, "t")
+    report = check_index(app.store)
     assert (report.broken, len(report.unfinished_notes)) == (True, 1)
     monkeypatch.undo()
     make_app().ingest()

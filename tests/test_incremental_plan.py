@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers_store import payloads
 from helpers_vault import fake_settings, write_types, write_vault
 from test_import_pipeline import WriteSpy
 
@@ -19,7 +20,7 @@ from mindnet.errors import StoreLockedError
 from mindnet.indexing.report import ImportReport
 from mindnet.indexing.state import TOKEN_KEY
 from mindnet.service import Mindnet
-from mindnet.store.integrity import check_index, scroll_payloads
+from mindnet.store.integrity import check_index
 
 OLD = 1_700_000_000   # files get mtimes in the past, so the import trusts an unchanged stat (not "racy")
 
@@ -43,9 +44,9 @@ def _stamp(vault: Path, step: int) -> None:
 
 def _stored(app) -> dict:
     return {"notes": sorted((n["note_id"], n["path"], n["title"], n["fingerprint"], n["edges_hash"])
-                            for n in scroll_payloads(app.client, "t_notes", None)),
-            "chunks": sorted(c["chunk_id"] for c in scroll_payloads(app.client, "t_chunks", ["chunk_id"])),
-            "edges": sorted(json.dumps(e, sort_keys=True) for e in scroll_payloads(app.client, "t_edges", None))}
+                            for n in payloads(app.store, "notes", None)),
+            "chunks": sorted(c["chunk_id"] for c in payloads(app.store, "chunks", ["chunk_id"])),
+            "edges": sorted(json.dumps(e, sort_keys=True) for e in payloads(app.store, "edges", None))}
 
 
 def _summary(report: ImportReport) -> dict:
@@ -79,7 +80,7 @@ def _assert_same_as_full(app, report: ImportReport, reference: Reference) -> Non
     want = reference.ingest()
     assert _stored(app) == _stored(reference.app)
     assert _summary(report) == _summary(want)
-    assert not check_index(app.client, "t").broken
+    assert not check_index(app.store).broken
 
 
 def _edit(vault: Path, rel: str, text: str | None) -> None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import threading
 import time
 
+from helpers_store import payloads
 from helpers_vault import write_types, write_vault
 from test_incremental_plan import BASE, _assert_same_as_full, _edit, _stamp, reference  # noqa: F401 - fixture
 from test_live_watch import note
 
 from mindnet.live import LiveIndex
 from mindnet.retrieval.query import QueryRequest
-from mindnet.store.integrity import check_index, scroll_payloads
+from mindnet.store.integrity import check_index
 
 WAIT = 90   # generous: the machine is shared; latencies are measured by bench_live, not asserted here
 BULK = {f"bulk/n{i:03d}.md": f"# N{i}\n\ntext {i} über die Amsel\n" for i in range(70)}
@@ -37,7 +38,7 @@ def test_a_save_during_a_stopped_first_import_is_planned_alone_and_the_rest_foll
     app = make_app()
     first = app.ingest(should_stop=lambda: True)           # the first import yields after one write step
     assert first.stopped_early and first.planned == "vault"
-    assert len(list(scroll_payloads(app.client, "t_notes", ["path"]))) < 40
+    assert len(list(payloads(app.store, "notes", ["path"]))) < 40
     # a save: a note that BASE's unresolved [[Quitte]] links (those notes are planned again, by their links)
     _edit(vault, "concepts/quitte.md", "# Quitte\n\nQuitten sind hart.\n")
     _stamp(vault, 1)
@@ -45,7 +46,7 @@ def test_a_save_during_a_stopped_first_import_is_planned_alone_and_the_rest_foll
     saved = app.ingest(first=["concepts/quitte.md"], should_stop=lambda: True)
     assert "quitte.md" in read and not [r for r in read if r.startswith("n0")]   # no unwritten note read again
     assert (saved.planned, saved.new, saved.stopped_early) == ("changes", 1, True)   # the save alone, first
-    assert "concepts/quitte.md" in {p["path"] for p in scroll_payloads(app.client, "t_notes", ["path"])}
+    assert "concepts/quitte.md" in {p["path"] for p in payloads(app.store, "notes", ["path"])}
     # a note not written yet goes, another is edited, then the import runs to its end
     _edit(vault, "bulk/n069.md", None)
     _edit(vault, "bulk/n068.md", "# N68\n\nnun über Birne\n")
@@ -111,7 +112,7 @@ def test_the_import_embeds_beside_phase_1(tmp_path, make_app, monkeypatch) -> No
     report = app.ingest()
     assert overlapped == [True]
     assert (report.new, report.embedded_texts, report.vectors_missing) == (6, 6, 0)   # each text once
-    assert check_index(app.client, "t").as_dict()["ok"]
+    assert check_index(app.store).as_dict()["ok"]
 
 
 def test_the_import_without_overlap_embeds_only_after_phase_1(tmp_path, make_app, monkeypatch) -> None:
@@ -133,7 +134,7 @@ def test_the_server_embeds_beside_the_first_import(tmp_path, make_app, monkeypat
     try:
         assert live.wait_idle(WAIT)
         assert overlapped == [True]
-        assert check_index(app.client, "t").unembedded == 0
+        assert check_index(app.store).unembedded == 0
     finally:
         live.stop()
 
@@ -166,12 +167,12 @@ def test_a_save_while_the_first_import_writes_is_found_before_the_rest_is_writte
         while time.monotonic() < deadline and not found:
             found = any(h["note_id"] == "neu" for h in
                         app.query(QueryRequest(query="Kürbiskernöl", mode="hybrid"))["hits"])
-            written = len(list(scroll_payloads(app.client, "t_notes", ["path"])))
+            written = len(list(payloads(app.store, "notes", ["path"])))
             time.sleep(0.05)
         assert found and written < 41                      # found while the first import's notes still come
         assert read == ["neu.md"]                          # the notes it had planned were not read again
         assert live.wait_idle(WAIT)
-        assert len(list(scroll_payloads(app.client, "t_notes", ["path"]))) == 41
-        assert check_index(app.client, "t").as_dict()["ok"]
+        assert len(list(payloads(app.store, "notes", ["path"]))) == 41
+        assert check_index(app.store).as_dict()["ok"]
     finally:
         live.stop()

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 from fastapi.testclient import TestClient
+from helpers_store import payloads
 from helpers_vault import write_types, write_vault
 
 from mindnet.api import create_app
 from mindnet.live import LiveIndex
-from mindnet.store.integrity import check_index, scroll_payloads
+from mindnet.store.integrity import check_index
 
 WAIT = 60   # generous: the machine is shared; the latency itself is measured by bench_live, not asserted here
 
@@ -25,11 +26,11 @@ def note(title: str, body: str, note_id: str | None = None) -> str:
 
 
 def paths_in_index(app) -> dict[str, str]:
-    return {p["note_id"]: p["path"] for p in scroll_payloads(app.client, "t_notes", ["note_id", "path"])}
+    return {p["note_id"]: p["path"] for p in payloads(app.store, "notes", ["note_id", "path"])}
 
 
 def chunk_texts(app) -> dict[str, str]:
-    return {p["chunk_id"]: p["text"] for p in scroll_payloads(app.client, "t_chunks", ["chunk_id", "text"])}
+    return {p["chunk_id"]: p["text"] for p in payloads(app.store, "chunks", ["chunk_id", "text"])}
 
 
 def wait_for(live: LiveIndex, imports: int) -> None:
@@ -92,7 +93,7 @@ def test_a_renamed_note_with_its_id_is_a_move(live, vault) -> None:
     report = live.last.report
     assert (report["moved"], report["new"], report["deleted"]) == (1, 0, 0)
     assert paths_in_index(live.mindnet)["alpha"] == "archiv/alpha-alt.md"
-    assert check_index(live.mindnet.client, "t").as_dict()["ok"]
+    assert check_index(live.mindnet.store).as_dict()["ok"]
 
 
 def test_a_deleted_note_is_removed(live, vault) -> None:
@@ -116,7 +117,7 @@ def test_a_burst_of_500_files_ends_in_exactly_one_import(tmp_path, vault, make_a
         assert live.imports == 2
         assert live.last.report["new"] == 500 and live.last.label == "burst-000 +499"
         assert len(paths_in_index(app)) == 502
-        assert check_index(app.client, "t").as_dict()["ok"]
+        assert check_index(app.store).as_dict()["ok"]
     finally:
         live.stop()
 
@@ -128,7 +129,7 @@ def test_a_types_config_edit_reimports_the_notes_it_affects(tmp_path, live) -> N
     types.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     wait_for(live, 2)
     weights = {p["chunk_id"]: p["retriever_weight"]
-               for p in scroll_payloads(live.mindnet.client, "t_chunks", ["chunk_id", "retriever_weight"])}
+               for p in payloads(live.mindnet.store, "chunks", ["chunk_id", "retriever_weight"])}
     assert weights == {"alpha#c01": 0.33, "b#c01": 0.33}
     assert live.last.report["changed"] == 2
 
@@ -204,7 +205,7 @@ def test_a_save_during_a_long_embedding_is_searchable_before_the_embedding_ends(
             time.sleep(0.05)
         assert found and app.progress.as_dict()["texts_embedded"] < 41   # found before everything was embedded
         wait_for(live, 2)
-        assert check_index(app.client, "t").unembedded == 0 and vault.exists()
+        assert check_index(app.store).unembedded == 0 and vault.exists()
         from mindnet.store.collections import DENSE, point_id
         stored = app.client.retrieve("t_chunks", ids=[point_id("neu#c01")], with_vectors=[DENSE])
         assert len(stored[0].vector[DENSE]) == fake_ollama.dim      # with its vector once embedded

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from fake_ollama import FakeOllama
 from helpers_vault import copy_sample_vault, fake_settings
+from mindnet.retrieval.lexical import LexicalIndex
 
 from mindnet.indexing.sparse import SparseEncoder, to_qdrant
 from mindnet.retrieval.graph import EdgeIndex, GraphStats
-from mindnet.retrieval.lexical import LexicalIndex
 from mindnet.retrieval.query import QueryRequest
 from mindnet.service import Mindnet
 from mindnet.store import snapshot
@@ -61,7 +61,7 @@ def test_the_import_writes_a_current_snapshot_that_a_new_process_loads(app: Mind
     opened = reopen(app)
     assert opened.status == "loaded"
     same_data(opened.data, snapshot.build(app.client, "t"))
-    assert check_index(app.client, "t").snapshot == "current"
+    assert check_index(app.store).snapshot == "current"
 
 
 def test_the_snapshot_holds_every_link_edge_payload_as_stored(app: Mindnet) -> None:

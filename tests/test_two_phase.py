@@ -13,12 +13,13 @@ from pathlib import Path
 
 import httpx
 from fastapi.testclient import TestClient
+from helpers_store import payloads
 from helpers_ui import free_port
 from helpers_vault import write_vault
 
 from mindnet.api import create_app
 from mindnet.retrieval.query import QueryRequest
-from mindnet.store.integrity import check_index, scroll_payloads
+from mindnet.store.integrity import check_index
 
 WAIT = 90
 
@@ -153,13 +154,13 @@ def test_kill_9_in_phase_2_then_a_rerun_leaves_a_correct_index(tmp_path, make_ap
     fake_ollama.latency = 0.0
     app = make_app(collection_prefix="mindnet", qdrant_path=tmp_path / "qdrant")
     with app.index_lock:
-        killed = check_index(app.client, "mindnet")
+        killed = check_index(app.store)
     assert killed.notes == 40 and killed.unembedded > 0 and not killed.broken   # phase 1 was complete
     report = app.ingest()
     assert (report.new, report.unchanged, report.vectors_missing) == (0, 40, 0)
-    after = check_index(app.client, "mindnet")
+    after = check_index(app.store)
     assert after.as_dict()["ok"] and after.unembedded == 0
-    paths = sorted(p["path"] for p in scroll_payloads(app.client, "mindnet_notes", ["path"]))
+    paths = sorted(p["path"] for p in payloads(app.store, "notes", ["path"]))
     assert paths == sorted(notes(40))
 
 
@@ -184,9 +185,9 @@ def test_phase_1_writes_the_saved_notes_first_and_yields_to_newer_changes(tmp_pa
     app = make_app()
     report = app.ingest(first=["n004.md"], should_stop=lambda: True)    # newer changes wait after one batch
     assert (report.new, report.stopped_early) == (1, True)    # the saved note alone, in its own first batch
-    written = sorted(p["path"] for p in scroll_payloads(app.client, "t_notes", ["path"]))
+    written = sorted(p["path"] for p in payloads(app.store, "notes", ["path"]))
     assert written == ["n004.md"]
-    assert check_index(app.client, "t").as_dict()["ok"]
+    assert check_index(app.store).as_dict()["ok"]
     rest = app.ingest()
     assert (rest.new, rest.unchanged, rest.vectors_missing) == (5, 1, 0)
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from helpers_guard import fails_after
 from helpers_process import drop_permission_override, run_child
+from helpers_store import payloads
 from helpers_vault import TYPES_YAML, fake_settings, write_vault
 
 from mindnet.errors import VaultError
 from mindnet.service import Mindnet
-from mindnet.store.integrity import check_index, scroll_payloads
+from mindnet.store.integrity import check_index
 from mindnet.vault.note import read_note
 from mindnet.vault.scan import scan_vault
 
@@ -203,9 +204,9 @@ def test_a_hostile_vault_imports_with_one_report_line_per_bad_thing(tmp_path, fa
     assert (report["notes"], report["deleted"], report["new"]) == (4, 0, 3)
     app = Mindnet(first)
     try:
-        check = check_index(app.client, "t")
-        paths = sorted(p["path"] for p in scroll_payloads(app.client, "t_notes", ["path"]))
-        titles = {p["path"]: p["title"] for p in scroll_payloads(app.client, "t_notes", ["path", "title"])}
+        check = check_index(app.store)
+        paths = sorted(p["path"] for p in payloads(app.store, "notes", ["path"]))
+        titles = {p["path"]: p["title"] for p in payloads(app.store, "notes", ["path", "title"])}
     finally:
         app.close()
     assert (check.broken, paths) == (False, ["deep.md", "good.md", "heading.md", "private/secret.md", "tags.md"])

@@ -14,7 +14,6 @@ import time
 from typing import Any
 
 import numpy as np
-from qdrant_client import QdrantClient
 
 from mindnet.analysis.catalog import Catalog
 from mindnet.analysis.classify import neighbours, suggest_tags, suggest_type
@@ -41,7 +40,8 @@ from mindnet.indexing.node_parser import (
 )
 from mindnet.retrieval.retriever import MindnetRetriever
 from mindnet.settings import Settings
-from mindnet.store.collections import DENSE, names, point_id
+from mindnet.store.collections import point_id
+from mindnet.store.engine import Store
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +60,11 @@ def spread(count: int, limit: int) -> list[int]:
 
 
 class Analyzer:
-    def __init__(self, *, settings: Settings, client: QdrantClient, retriever: MindnetRetriever, embedder: Embedder,
+    def __init__(self, *, settings: Settings, store: Store, retriever: MindnetRetriever, embedder: Embedder,
                  lock: threading.Lock | None = None, gate: Any = None) -> None:
         self.settings = settings
         self.config = settings.analysis
-        self.client = client
+        self.store = store
         self.retriever = retriever
         self.embedder = embedder
         self.lock = lock or threading.Lock()
@@ -72,7 +72,6 @@ class Analyzer:
         self.parser = MarkdownNoteParser.from_config(settings.types)
         self.rules = RelationRules(self.config.relations, settings.types)
         self._catalog: Catalog | None = None
-        self._chunks = names(settings.collection_prefix)["chunks"]
 
     def invalidate(self) -> None:
         """Forget the note catalog (call after an import)."""
@@ -81,8 +80,7 @@ class Analyzer:
     def catalog(self) -> Catalog:
         if self._catalog is None:
             with self.lock:
-                self._catalog = Catalog.load(self.client, self.settings.collection_prefix,
-                                             self.settings.types.mentions)
+                self._catalog = Catalog.load(self.store, self.settings.types.mentions)
         return self._catalog
 
     # ------------------------------------------------------------------ the text
@@ -103,15 +101,13 @@ class Analyzer:
         if not chunk_ids:
             return {}
         with self.lock:
-            points = self.client.retrieve(self._chunks, ids=[point_id(c) for c in chunk_ids],
-                                          with_payload=["chunk_id", *EMBED_FIELDS], with_vectors=[DENSE])
+            records = self.store.retrieve("chunks", [point_id(c) for c in chunk_ids],
+                                          payload=["chunk_id", *EMBED_FIELDS], dense=True)
         out = {}
-        for p in points:
-            d = p.payload or {}
-            vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else p.vector
-            if vec is not None:
-                words = len(str(d.get("text", "")).split())
-                out[str(d.get("chunk_id"))] = (embedding_text(d), list(vec), words)
+        for r in records:
+            if r.dense is not None:
+                words = len(str(r.payload.get("text", "")).split())
+                out[str(r.payload.get("chunk_id"))] = (embedding_text(r.payload), r.dense.tolist(), words)
         return out
 
     def vectors(self, source: AnalysisSource) -> tuple[np.ndarray, int]:

@@ -11,12 +11,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import PurePosixPath
 
-from qdrant_client import QdrantClient
-
 from mindnet.indexing.edges import LinkResolver
 from mindnet.indexing.mentions import MentionIndex
 from mindnet.settings import MentionSettings
-from mindnet.store.collections import names, scroll_points
+from mindnet.store.engine import Store
 
 FIELDS = ["note_id", "title", "path", "type", "aliases", "tags", "chunk_ids"]
 
@@ -45,13 +43,12 @@ class Catalog:
         self._by_path = {n.path.casefold(): n for n in notes}
 
     @classmethod
-    def load(cls, client: QdrantClient, prefix: str, mentions: MentionSettings) -> Catalog:
-        collection = names(prefix)["notes"]
-        if not client.collection_exists(collection):
+    def load(cls, store: Store, mentions: MentionSettings) -> Catalog:
+        if not store.exists("notes"):
             return cls([], mentions)
         notes = []
-        for p in scroll_points(client, collection, fields=FIELDS):
-            d = p.payload or {}
+        for r in store.scroll("notes", payload=FIELDS):
+            d = r.payload
             if not d.get("note_id"):
                 continue
             notes.append(IndexedNote(note_id=str(d["note_id"]), title=str(d.get("title") or ""),

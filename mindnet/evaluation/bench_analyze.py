@@ -35,7 +35,6 @@ from mindnet.evaluation.beir import load_beir, note_filename, render_note
 from mindnet.indexing.edges import LinkResolver
 from mindnet.service import Mindnet
 from mindnet.settings import SAMPLE_VAULT, Settings
-from mindnet.store.collections import DENSE, names
 from mindnet.vault.links import CALLOUT_KIND, CALLOUT_START, REL_PREFIX, WIKILINK, extract_links, mask_code
 from mindnet.vault.scan import scan_vault
 
@@ -181,11 +180,10 @@ def neighbours_baseline(m: Mindnet, path: str) -> list[str]:
     stored = an._stored_vectors(chunks)
     best: dict[str, float] = {}
     for _, vec, _ in stored.values():
-        for p in m.client.query_points(names(m.settings.collection_prefix)["chunks"], query=vec, using=DENSE,
-                                       limit=50, with_payload=["note_id"]).points:
-            nid = str(p.payload.get("note_id"))
+        for r in m.store.search_dense(vec, 50, payload=["note_id"]):
+            nid = str(r.payload.get("note_id"))
             if nid not in source.excluded:
-                best[nid] = max(best.get(nid, -1.0), float(p.score))
+                best[nid] = max(best.get(nid, -1.0), float(r.score))
     return sorted(best, key=lambda n: -best[n])
 
 

@@ -210,12 +210,11 @@ def _index_matches_vault(env: dict[str, str], cwd: Path, vault: Path) -> dict:
     report = json.loads(check.stdout)
     dry = json.loads(_cli(["dry-run", str(vault)], env, cwd, 600).stdout)
     snippet = ("import json,sys\nfrom mindnet.service import Mindnet\nm=Mindnet.from_env()\n"
-               "from mindnet.store.collections import scroll_points as s\n"
-               "e=m.client.collection_exists\n"
-               "n=sorted(p.payload['path'] for p in s(m.client,'live_notes',fields=['path'])) "
-               "if e('live_notes') else []\n"
-               "c=sorted(p.payload['chunk_id'] for p in s(m.client,'live_chunks',fields=['chunk_id'])) "
-               "if e('live_chunks') else []\n"
+               "st=m.store\n"
+               "n=sorted(r.payload['path'] for r in st.scroll('notes',payload=['path'])) "
+               "if st.exists('notes') else []\n"
+               "c=sorted(r.payload['chunk_id'] for r in st.scroll('chunks',payload=['chunk_id'])) "
+               "if st.exists('chunks') else []\n"
                "print(json.dumps({'notes':n,'chunks':c}))")
     done = subprocess.run([sys.executable, "-c", snippet], env=env, cwd=cwd, capture_output=True, text=True)
     if done.returncode:
@@ -228,9 +227,9 @@ def _index_matches_vault(env: dict[str, str], cwd: Path, vault: Path) -> dict:
 
 
 def _phase1_done(cwd: Path) -> bool:
-    """Phase 1 ends with the index snapshot written beside the Qdrant folder (the embedding, begun beside
+    """Phase 1 ends with the link graph's file written beside the index's shards (the embedding, begun beside
     phase 1, may go on after it)."""
-    return (cwd / "qdrant" / "mindnet-live.snapshot.npz").exists()
+    return (cwd / "qdrant" / "live.graph.npz").exists()
 
 
 def _run_timed(cmd: list[str], env: dict[str, str], cwd: Path, fake: Any) -> dict[str, float]:

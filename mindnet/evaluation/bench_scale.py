@@ -12,7 +12,7 @@ graph, BM25, scoring). Every step runs as the user runs it, in its own process, 
 - `mindnet check`;
 - `mindnet serve` (with the UI, --no-watch --no-import) until `GET /health` answers, then the first hybrid
   query over HTTP; the server's peak RSS;
-- a Python process: opening the index (`Mindnet(settings)` and its client), the first hybrid query, then
+- a Python process: opening the index (`Mindnet(settings)`, its store and link graph), the first hybrid query, then
   every query in each mode (plain `VectorIndexRetriever`, semantic, hybrid depth 0/1/2), interleaved query by
   query in rotated order so the ratios to plain are measured under the same load; median, p95 and max;
 - the Qdrant folder's size on disk.
@@ -127,9 +127,8 @@ def _serve(env: dict[str, str], cwd: Path, query: str) -> dict[str, float]:
                         from None
                 time.sleep(0.1)
         ready = time.perf_counter() - start
-        # searches are answered from the start file while local Qdrant opens (`searchable` before `opening`
-        # ends): time the first answer, then the open itself
-        while not (health := _get(f"http://127.0.0.1:{port}/health", timeout=30)).get("searchable"):
+        # the index opens in the background (`searchable` once it is open): time the first answer
+        while not _get(f"http://127.0.0.1:{port}/health", timeout=30).get("searchable"):
             if time.perf_counter() - start > SERVE_TIMEOUT:
                 raise RuntimeError(f"mindnet serve did not answer searches within {SERVE_TIMEOUT:.0f} s")
             time.sleep(0.05)
@@ -137,7 +136,6 @@ def _serve(env: dict[str, str], cwd: Path, query: str) -> dict[str, float]:
         hits = _post(f"http://127.0.0.1:{port}/query", {"query": query, "mode": "hybrid", "top_k": QUERY_TOP_K,
                                                         "expand": {"depth": 1}}).get("hits")
         answered = time.perf_counter() - start if hits else float("nan")
-        from_start_file = health.get("searching_from") == "start file"
         # /health answers while the index still opens in the background (`opening`); time that too
         while _get(f"http://127.0.0.1:{port}/health", timeout=30).get("opening"):
             if time.perf_counter() - start > SERVE_TIMEOUT:
@@ -161,7 +159,7 @@ def _serve(env: dict[str, str], cwd: Path, query: str) -> dict[str, float]:
             proc.kill()
             proc.wait()
     return {"serve_ready_s": ready, "serve_searchable_s": searchable, "serve_answered_s": answered,
-            "serve_from_start_file": from_start_file, "serve_open_s": opened, "serve_first_query_s": first,
+            "serve_open_s": opened, "serve_first_query_s": first,
             "serve_second_query_s": second, "serve_rss_mb": rss}
 
 
@@ -170,29 +168,20 @@ def _serve(env: dict[str, str], cwd: Path, query: str) -> dict[str, float]:
 
 def _worker(queries_file: Path) -> int:
     """Runs in its own process (env set by the parent): open the index, first query, then all modes."""
-    from llama_index.core import VectorStoreIndex
-    from llama_index.core.retrievers import VectorIndexRetriever
-
     from mindnet.evaluation.metrics import latency_summary
+    from mindnet.evaluation.plain import plain_retriever
     from mindnet.evaluation.runner import MODES, _request, _timed
-    from mindnet.indexing.pipeline import chunk_vector_store
     from mindnet.service import Mindnet
     from mindnet.settings import Settings
 
     queries = json.loads(queries_file.read_text(encoding="utf-8"))
     start = time.perf_counter()
     app = Mindnet(Settings.from_env())
-    retriever = app.retriever      # searches from the start file when it matches Qdrant's files (no Qdrant yet)
-    searchable = time.perf_counter() - start
-    from_start_file = app.answering_from_start_file
-    _, first_start_file = _timed(lambda: retriever.search(_request(queries[0], MODES["hybrid-d1"],
-                                                                   QUERY_TOP_K)).nodes)
-    _ = app.client                 # opens Qdrant: the retriever switches to it
+    retriever = app.retriever      # opens the index and reads the link graph
     opened = time.perf_counter() - start
     _, first = _timed(lambda: retriever.search(_request(queries[0], MODES["hybrid-d1"], QUERY_TOP_K)).nodes)
-    index = VectorStoreIndex.from_vector_store(chunk_vector_store(app.client, app.settings.collection_prefix),
-                                               embed_model=app.embed_model)
-    plain = VectorIndexRetriever(index=index, similarity_top_k=QUERY_TOP_K)
+    searchable = opened + first
+    plain = plain_retriever(app.store, app.embed_model, QUERY_TOP_K)
     runners = {"plain": plain.retrieve}
     runners.update({m: (lambda q, s=MODES[m]: retriever.search(_request(q, s, QUERY_TOP_K)).nodes)
                     for m in MODE_ORDER[1:]})
@@ -204,9 +193,7 @@ def _worker(queries_file: Path) -> int:
             _, took = _timed(lambda name=name, q=q: runners[name](q))
             seconds[name].append(took)
     app.close()
-    out: dict[str, Any] = {"open_s": opened, "first_query_s": first, "searchable_s": searchable,
-                           "from_start_file": from_start_file, "first_query_start_file_s": first_start_file,
-                           "modes": {}}
+    out: dict[str, Any] = {"open_s": opened, "first_query_s": first, "searchable_s": searchable, "modes": {}}
     for name, values in seconds.items():
         lat = latency_summary(values)
         out["modes"][name] = {"median_ms": 1000 * lat["median"], "p95_ms": 1000 * lat["p95"],
@@ -257,9 +244,7 @@ def measure(notes: int, work: Path, *, seed: int, queries: int, log=lambda s: No
     wall, rss, stdout = _run(worker_cmd, env, work)
     worker = json.loads(stdout.strip().splitlines()[-1])
     out.update(api_open_s=worker["open_s"], api_first_query_s=worker["first_query_s"], query_rss_mb=rss,
-               api_searchable_s=worker["searchable_s"], api_from_start_file=worker["from_start_file"],
-               api_first_query_start_file_s=worker["first_query_start_file_s"],
-               queries=len(texts), modes=worker["modes"])
+               api_searchable_s=worker["searchable_s"], queries=len(texts), modes=worker["modes"])
     return out
 
 
@@ -277,11 +262,10 @@ ROWS: list[tuple[str, str, str]] = [   # key, label, format
     ("serve_first_query_s", "then first query via HTTP, depth 1 (s)", "{:.2f}"),
     ("serve_second_query_s", "second query via HTTP (s)", "{:.2f}"),
     ("serve_rss_mb", "serve peak RSS (MB)", "{:.0f}"),
-    ("api_searchable_s", "searchable in Python, from the start file (s)", "{:.1f}"),
-    ("api_first_query_start_file_s", "first query in Python from the start file, depth 1 (s)", "{:.2f}"),
     ("api_open_s", "open index in Python (s)", "{:.1f}"),
     ("api_first_query_s", "first query in Python, depth 1 (s)", "{:.2f}"),
-    ("query_rss_mb", "query process peak RSS (MB)", "{:.0f}"), ("qdrant_mb", "Qdrant folder (MB)", "{:.0f}"),
+    ("api_searchable_s", "open + first query in Python (s)", "{:.1f}"),
+    ("query_rss_mb", "query process peak RSS (MB)", "{:.0f}"), ("qdrant_mb", "index folder (MB)", "{:.0f}"),
 ]
 
 

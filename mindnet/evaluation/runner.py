@@ -2,16 +2,16 @@
 
 The corpus is written as a vault (one note per document, note id = document id) into a work folder
 (default ``./data/eval/<dataset>-<embedding>/``) and imported through the real pipeline into that folder's own
-local Qdrant and embedding cache, so a second run re-uses the vectors and skips the import work.
+index and embedding cache, so a second run re-uses the vectors and skips the import work.
 The eval vault gets its own types config (a copy of the user's, plus a type `eval_doc` whose profile keeps a
 document in one chunk and whose retriever weight is 1): BEIR documents are the retrieval unit, and the
 published baselines embed each document once (the model truncates long ones).
 
 Every test query runs in each mode (`semantic`, `hybrid-d0`/`-d1`/`-d2` = hybrid at expand depth 0, 1, 2) and
-through a plain LlamaIndex `VectorIndexRetriever` over the same collection and embedding model (`plain`),
-interleaved query by query, so latency ratios are measured under the same machine load. Figures are at note
-level (nDCG@10, R@1/5/10, MRR@10 over distinct notes, each at its best chunk's rank) plus dup@5, the share of
-the top-5 result slots that repeat a note already listed.
+through a plain LlamaIndex `VectorIndexRetriever` over the same chunks, vectors and embedding model (`plain`:
+`mindnet.evaluation.plain`), interleaved query by query, so latency ratios are measured under the same machine
+load. Figures are at note level (nDCG@10, R@1/5/10, MRR@10 over distinct notes, each at its best chunk's rank)
+plus dup@5, the share of the top-5 result slots that repeat a note already listed.
 
 `run_vault_eval` does the same for a real vault (its own types, profiles and links) with a question file
 (`vault_queries`); `inject` adds Maps of Content to a benchmark vault (`mocs`) to test robustness against hubs.
@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from llama_index.core import VectorStoreIndex
 from llama_index.core.retrievers import VectorIndexRetriever
 from llama_index.core.schema import NodeWithScore
 from threadpoolctl import ThreadpoolController
@@ -37,15 +36,14 @@ from mindnet.errors import ConfigError
 from mindnet.evaluation.beir import BeirDataset, load_beir, write_as_vault
 from mindnet.evaluation.metrics import latency_summary, note_level
 from mindnet.evaluation.mocs import inject_mocs, is_moc
+from mindnet.evaluation.plain import plain_retriever
 from mindnet.evaluation.vault_queries import gold_qrels, load_questions, make_questions, write_questions
-from mindnet.indexing.pipeline import chunk_vector_store
 from mindnet.indexing.report import ImportReport
 from mindnet.retrieval.intent import type_vocabulary
 from mindnet.retrieval.query import ExpandRequest, QueryRequest
 from mindnet.retrieval.retriever import MindnetRetriever
 from mindnet.service import Mindnet
 from mindnet.settings import RetrieverConfig, Settings, TypesConfig
-from mindnet.store.collections import names, scroll_points
 
 log = logging.getLogger(__name__)
 
@@ -261,12 +259,9 @@ def _measure(app: Mindnet, settings: Settings, target: EvalTarget, modes: Sequen
              progress: Progress | None) -> tuple[Runs, int]:
     config = eval_retriever_config(settings.retriever)
     kinds = {k for spec in settings.types.types.values() for k in spec.edge_defaults}
-    retriever = MindnetRetriever(client=app.client, embed_model=app.embed_model, config=config,
-                                 prefix=settings.collection_prefix, known_edge_kinds=kinds,
+    retriever = MindnetRetriever(store=app.store, embed_model=app.embed_model, config=config, known_edge_kinds=kinds,
                                  type_words=type_vocabulary(settings.types))
-    index = VectorStoreIndex.from_vector_store(chunk_vector_store(app.client, settings.collection_prefix),
-                                               embed_model=app.embed_model)
-    plain = VectorIndexRetriever(index=index, similarity_top_k=TOP_K)
+    plain = plain_retriever(app.store, app.embed_model, TOP_K)
     return run_queries(target, retriever, plain, modes, progress=progress), config.expand.depth
 
 
@@ -330,9 +325,8 @@ def run_vault_eval(vault: str | Path, *, base: Settings, queries: str | Path | N
     app = Mindnet(settings)
     try:
         report = app.ingest(vault, progress=_import_progress(progress))
-        paths = {str(p.payload.get("path")): str(p.payload.get("note_id"))
-                 for p in scroll_points(app.client, names(settings.collection_prefix)["notes"],
-                                        fields=["path", "note_id"])}
+        paths = {str(r.payload.get("path")): str(r.payload.get("note_id"))
+                 for r in app.store.scroll("notes", payload=["path", "note_id"])}
         target = EvalTarget(vault.name, {q.id: q.text for q in questions}, gold_qrels(questions, paths, source))
         runs, depth = _measure(app, settings, target, modes, progress)
     finally:

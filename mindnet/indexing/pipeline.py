@@ -29,17 +29,14 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 from llama_index.core.schema import TextNode
-from llama_index.vector_stores.qdrant import QdrantVectorStore
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 
 from mindnet.backends import Embedder
-from mindnet.errors import VaultError
+from mindnet.errors import StoreLockedError, VaultError
 from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
 from mindnet.indexing.planning import (
     PIPELINE_VERSION,
@@ -55,26 +52,18 @@ from mindnet.indexing.planning import (
 )
 from mindnet.indexing.progress import ImportProgress
 from mindnet.indexing.report import ImportReport
-from mindnet.indexing.sparse import sparse_doc_fn, sparse_query_fn
-from mindnet.indexing.state import (
-    IndexState,
-    NoteEntry,
-    folder_claim,
-    new_token,
-    read_local_token,
-    read_token,
-    write_token,
-)
+from mindnet.indexing.state import IndexState, NoteEntry, new_token
 from mindnet.indexing.vectors import FillReport, VectorFeed, afeed_vectors, afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
-from mindnet.store import snapshot
-from mindnet.store.memory import settle
+from mindnet.store import graph_file
+from mindnet.store.engine import Point, Store, Where
+from mindnet.store.folder import FolderClaim, held_by_other, read_token
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue
 
-__all__ = ["PIPELINE_VERSION", "Importer", "ImportReport", "PlannedNote", "chunk_vector_store", "dry_run_payloads",
-           "edges_fingerprint", "note_fingerprint", "plan_vault"]
+__all__ = ["PIPELINE_VERSION", "Importer", "ImportReport", "PlannedNote", "dry_run_payloads", "edges_fingerprint",
+           "note_fingerprint", "plan_vault"]
 
 log = logging.getLogger(__name__)
 BATCH_NOTES = 16            # notes written in one step; a save waits for at most one step of a running import
@@ -82,13 +71,22 @@ Progress = Callable[[int, int, str], None]
 RECORD_FIELDS = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path", "title", "aliases"]
 
 
-def chunk_vector_store(client: QdrantClient, prefix: str = "mindnet") -> QdrantVectorStore:
-    """The chunks collection `<prefix>_chunks` as a LlamaIndex `QdrantVectorStore` (dense + mindnet's local BM25
-    sparse vectors), e.g. for `VectorStoreIndex.from_vector_store(chunk_vector_store(client), embed_model=...)`
-    over an index `mindnet ingest` built; `client` comes from `open_client(settings)`."""
-    return QdrantVectorStore(client=client, collection_name=coll.names(prefix)["chunks"], enable_hybrid=True,
-                             sparse_doc_fn=sparse_doc_fn, sparse_query_fn=sparse_query_fn,
-                             dense_vector_name=coll.DENSE, sparse_vector_name=coll.SPARSE, batch_size=128)
+@contextmanager
+def _folder_claim(folder: Path | None) -> Iterator[bool]:
+    """Hold an index folder as opening it would, without opening any shard: True while held; False when there is
+    no such folder or another process holds it (opening it then reports who)."""
+    if folder is None or not folder.is_dir() or held_by_other(folder):
+        yield False
+        return
+    try:
+        claim = FolderClaim.take(folder, create=False)
+    except StoreLockedError:     # taken a moment ago
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        claim.release()
 
 
 def _placeholder(record: dict) -> NoteEntry:
@@ -144,8 +142,8 @@ class EmbeddingWorker:
             imp.on_embedded()
 
         try:
-            # the client is asked for only once phase 1 has written chunks (it opens it)
-            self._result = asyncio.run(afeed_vectors(lambda: imp.client, imp.prefix, imp.embedder, self.feed,
+            # the store is asked for only once phase 1 has written chunks (it opens it)
+            self._result = asyncio.run(afeed_vectors(lambda: imp.store, imp.embedder, self.feed,
                                                      lock=imp.lock, progress=advance))
         except Exception as exc:  # noqa: BLE001 - the chunks keep no vector; phase 2 after phase 1 retries
             log.warning("embedding beside phase 1 stopped: %s", exc)
@@ -165,24 +163,20 @@ class Importer:
     nothing, deleted notes leave nothing behind, one bad file is a report line. Usually built for you by
     `Mindnet.from_env().importer`; `importer.run(vault_path, full=False)` returns the `ImportReport`."""
 
-    def __init__(self, *, client: QdrantClient | Callable[[], QdrantClient], prefix: str, embedder: Embedder,
-                 types: TypesConfig,
+    def __init__(self, *, store: Store | Callable[[], Store], prefix: str, embedder: Embedder, types: TypesConfig,
                  lock: AbstractContextManager | None = None, progress: ImportProgress | None = None,
                  on_written: Callable[[], None] | None = None, on_embedded: Callable[[], None] | None = None,
-                 manifest: Path | None = None, local_folder: Path | None = None,
-                 layout: coll.CollectionLayout | None = None) -> None:
-        # a client, or how to open one: an import that finds nothing changed (by the manifest and the token in
-        # the local folder's meta.json) never opens Qdrant, which takes ~17 s for 300k local points
-        self._client = client if isinstance(client, QdrantClient) else None
-        self._open_client = client if not isinstance(client, QdrantClient) else None
+                 manifest: Path | None = None, local_folder: Path | None = None) -> None:
+        # a store, or how to open one: an import that finds nothing changed (by the manifest and the token in the
+        # index folder's mindnet.json) never opens the index
+        self._store = store if isinstance(store, Store) else None
+        self._open_store = store if not isinstance(store, Store) else None
         self.local_folder = local_folder
-        self.layout = layout or coll.CollectionLayout()   # shards/replicas of new collections on a server
         self.prefix = prefix
-        self.names = coll.names(prefix)
         self.embedder = embedder
         self.types = types
         self.parser = MarkdownNoteParser.from_config(types)
-        # a server shares the one local Qdrant client with its searches: each write step takes `lock`, so a
+        # a server shares the one store with its searches: each write step takes `lock`, so a
         # search runs between two batches (and sees every note written so far) instead of after the import
         self.lock = lock or threading.RLock()   # also between phase 1 and an embedding worker beside it
         self.progress = progress or ImportProgress()
@@ -216,37 +210,36 @@ class Importer:
         self.progress.queued(len(items))
 
     @property
-    def client(self) -> QdrantClient:
-        if self._client is None:
-            assert self._open_client is not None
-            self._client = self._open_client()
-        return self._client
+    def store(self) -> Store:
+        if self._store is None:
+            assert self._open_store is not None
+            self._store = self._open_store()
+        return self._store
 
     @property
-    def client_open(self) -> bool:
-        return self._client is not None
+    def store_open(self) -> bool:
+        return self._store is not None
 
     # ------------------------------------------------------------------ reading the index
 
     def stored_notes(self) -> dict[str, dict]:
-        return {p.payload["note_id"]: p.payload for p in coll.scroll_points(self.client, self.names["notes"],
-                                                                            fields=RECORD_FIELDS)}
+        return {r.payload["note_id"]: r.payload for r in self.store.scroll("notes", payload=RECORD_FIELDS)}
 
     def _records(self, note_ids: list[str]) -> dict[str, dict]:
         """The stored records of these notes (those that have one)."""
         out: dict[str, dict] = {}
         for i in range(0, len(note_ids), 512):
-            points = self.client.retrieve(self.names["notes"], ids=[coll.point_id(n) for n in note_ids[i:i + 512]],
-                                          with_payload=RECORD_FIELDS)
-            out.update((p.payload["note_id"], p.payload) for p in points if p.payload)
+            records = self.store.retrieve("notes", [coll.point_id(n) for n in note_ids[i:i + 512]],
+                                          payload=RECORD_FIELDS)
+            out.update((r.payload["note_id"], r.payload) for r in records if r.payload)
         return out
 
     def _trusted_state(self) -> IndexState | None:
         """The state of the index (this importer's own, or the manifest's) when the index's token says it is
         current; None when the whole vault must be planned."""
-        if not all(self.client.collection_exists(n) for n in self.names.values()):
+        if not self.store.complete():
             return None
-        token = read_token(self.client, self.names["notes"])
+        token = self.store.read_token()
         key = config_key(self.types, self.embedder.key)
         if token is None:
             return None
@@ -257,10 +250,10 @@ class Importer:
         return state
 
     def _offline_state(self) -> IndexState | None:
-        """Before Qdrant is opened: the manifest, if the token in the local folder's meta.json matches it."""
-        if self.client_open or self.local_folder is None or self.manifest is None:
+        """Before the index is opened: the manifest, if the token in the index folder's mindnet.json matches it."""
+        if self.store_open or self.local_folder is None or self.manifest is None:
             return None
-        token = read_local_token(self.local_folder, self.names)
+        token = read_token(self.local_folder, self.prefix)
         key = config_key(self.types, self.embedder.key)
         if token is None:
             return None
@@ -281,30 +274,29 @@ class Importer:
                             self.manifest, exc)
                 return
         with self.lock:
-            if write_token(self.client, self.names["notes"], token):
+            if self.store.write_token(token):
                 self._token = token
 
     def _invalidate(self) -> None:
         """Before the first write of a run: the manifest no longer matches the index until the run commits."""
-        if self._token is not None or read_token(self.client, self.names["notes"]) is not None:
-            write_token(self.client, self.names["notes"], None)
+        if self._token is not None or self.store.read_token() is not None:
+            self.store.write_token(None)
         self._token = None
 
     # ------------------------------------------------------------------ writing
 
-    def _delete_points(self, collection: str, keys: list[str]) -> None:
+    def _delete_points(self, kind: str, keys: list[str]) -> None:
         if keys:
-            self.client.delete(collection, points_selector=qm.PointIdsList(points=[coll.point_id(k) for k in keys]))
+            self.store.delete(kind, [coll.point_id(k) for k in keys])
 
     def _write_edges(self, items: list[tuple[PlannedNote, dict | None]]) -> None:
-        points = [qm.PointStruct(id=coll.point_id(e.edge_id), vector={}, payload=e.payload())
-                  for p, _ in items for e in p.edges]
-        for i in range(0, len(points), 512):
-            self.client.upsert(self.names["edges"], points=points[i:i + 512])
+        points = [Point(coll.point_id(e.edge_id), e.payload()) for p, _ in items for e in p.edges]
+        for i in range(0, len(points), 2048):
+            self.store.upsert("edges", points[i:i + 2048])
         for p, old in items:
             if old:
                 keep = {e.edge_id for e in p.edges}
-                self._delete_points(self.names["edges"], [k for k in old.get("edge_ids", []) if k not in keep])
+                self._delete_points("edges", [k for k in old.get("edge_ids", []) if k not in keep])
 
     def _note_payload(self, p: PlannedNote) -> dict:
         n = p.note
@@ -331,9 +323,7 @@ class Importer:
                 data["edge_ids"] = sorted(set(data["edge_ids"]) | set(old.get("edge_ids", [])))
             return data
 
-        points = [qm.PointStruct(id=coll.point_id(p.note.note_id), vector={}, payload=payload(p)) for p in planned]
-        if points:
-            self.client.upsert(self.names["notes"], points=points)
+        self.store.upsert("notes", [Point(coll.point_id(p.note.note_id), payload(p)) for p in planned])
 
     def _write_changed(self, batch: list[PlannedNote], stored: dict[str, dict], report: ImportReport) -> None:
         """Phase 1 for changed notes: chunks with payload and BM25 vector (and the dense vector when the cache
@@ -348,18 +338,18 @@ class Importer:
             # changed, and the next run deletes exactly those listed ids that it does not write again
             self._write_notes(batch, pending={p.note.note_id: stored.get(p.note.note_id) for p in batch})
             for i in range(0, len(points), 256):
-                self.client.upsert(self.names["chunks"], points=points[i:i + 256])
+                self.store.upsert("chunks", points[i:i + 256])
             for p in batch:
                 old = stored.get(p.note.note_id)
                 if old:
                     keep = {n.node_id for n in p.nodes}
-                    self._delete_points(self.names["chunks"], [c for c in old.get("chunk_ids", []) if c not in keep])
+                    self._delete_points("chunks", [c for c in old.get("chunk_ids", []) if c not in keep])
             self._write_edges([(p, stored.get(p.note.note_id)) for p in batch])
             self._write_notes(batch)
         if self._feed is not None:
             self._hand_over([(p.note, p.nodes) for p in batch], cached=cached)   # not handed over while planning
         else:       # a server's vector worker embeds them: its progress counts them
-            self.progress.queued(sum(coll.DENSE not in (pt.vector or {}) for pt in points))
+            self.progress.queued(sum(pt.dense is None for pt in points))
         for p in batch:
             old = stored.get(p.note.note_id)
             if old is None:
@@ -386,14 +376,12 @@ class Importer:
         removed = 0
         for kind, field in (("chunks", "chunk_ids"), ("edges", "edge_ids")):
             keys = {key for record in stored.values() for key in record.get(field, [])}
-            collection = self.names[kind]
-            if self.client.count(collection, exact=True).count <= len(keys):
+            if self.store.count(kind) <= len(keys):
                 continue
             listed = {coll.point_id(key) for key in keys}
-            stale = [str(p.id) for p in coll.scroll_points(self.client, collection, fields=["note_id"])
-                     if str(p.id) not in listed]
-            for i in range(0, len(stale), 512):
-                self.client.delete(collection, points_selector=qm.PointIdsList(points=stale[i:i + 512]))
+            stale = [r.id for r in self.store.scroll(kind, payload=False) if r.id not in listed]
+            for i in range(0, len(stale), 2048):
+                self.store.delete(kind, stale[i:i + 2048])
             removed += len(stale)
         if removed:
             log.warning("removed %d chunks and edges that no note listed (left by an interrupted older import)",
@@ -405,16 +393,16 @@ class Importer:
         scan finds which): two counts instead of reading every record."""
         chunks = sum(e.chunks for e in state.entries.values())
         edges = sum(sum(e.kinds.values()) for e in state.entries.values())
-        return (self.client.count(self.names["chunks"], exact=True).count > chunks
-                or self.client.count(self.names["edges"], exact=True).count > edges)
+        return self.store.count("chunks") > chunks or self.store.count("edges") > edges
 
     def _delete_notes(self, note_ids: list[str]) -> None:
         if not note_ids:
             return
-        by_note = qm.Filter(must=[qm.FieldCondition(key="note_id", match=qm.MatchAny(any=note_ids))])
+        # the records first: a run killed after them leaves chunks and edges no record lists, which the next run
+        # removes (a record listing deleted chunks would look like a damaged index to `mindnet check`)
+        self._delete_points("notes", note_ids)
         for kind in ("chunks", "edges"):
-            self.client.delete(self.names[kind], points_selector=qm.FilterSelector(filter=by_note))
-        self._delete_points(self.names["notes"], note_ids)
+            self.store.delete_where(kind, Where.field("note_id", *note_ids))
 
     # ------------------------------------------------------------------ the run
 
@@ -445,8 +433,8 @@ class Importer:
             if worker is not None:
                 worker.feed.close()
         self.progress.end_notes()
-        if not report.stopped_early:      # a newer run is about to write again: it writes the snapshot
-            self._write_snapshot()
+        if not report.stopped_early:      # a newer run is about to write again: it writes the graph file
+            self._write_graph()
         skip: set[str] = set()
         if worker is not None:
             skip = self.beside_issues(report, await asyncio.to_thread(worker.finish))
@@ -464,8 +452,8 @@ class Importer:
         start1 = time.perf_counter()
         seen = time.time_ns()     # files are read after this: an entry's stat is never newer than its text
         state = plan = None
-        if not full and not self.client_open:
-            with folder_claim(self.local_folder) as free:   # as exclusive as opening it, while we read
+        if not full and not self.store_open:
+            with _folder_claim(self.local_folder) as free:   # as exclusive as opening it, while we read
                 state = self._offline_state() if free else None
                 plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
                     if state is not None else None
@@ -511,7 +499,7 @@ class Importer:
             total = plan.notes
         else:
             with self.lock:
-                indexed = all(self.client.collection_exists(n) for n in self.names.values())
+                indexed = self.store.complete()
                 before = self.stored_notes() if indexed else {}
             def hand_over(note: Note, nodes: list[TextNode], fingerprint: str) -> None:
                 # a note to write: its texts are embedded while the vault is read and linked on
@@ -525,16 +513,16 @@ class Importer:
                 # ask the backend first: a rebuild that cannot embed must not have dropped the index
                 dim = self._dim = await self.embedder.aprobe_dim()
                 with self.lock:
-                    coll.drop_all(self.client, self.prefix)
+                    self.store.drop()
+                    graph_file.forget(self.store)
             with self.lock:
-                complete = all(self.client.collection_exists(n) for n in self.names.values())
+                complete = self.store.complete()
             stored = before if complete else {}
             if stored and not planned and not full:
                 raise VaultError(f"no notes found in {vault}, but the index holds {len(stored)} notes; importing "
                                  f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "
                                  f"index on purpose, run with --full", path=str(vault))
         self.progress.update(notes_total=total)
-        settle()      # the plan lives through the import: no GC pass walks it again (mindnet.store.memory.settle)
         changed = [p for p in planned if stored.get(p.note.note_id, {}).get("fingerprint") != p.fingerprint]
         changed.sort(key=lambda p: p.note.path not in first)   # the notes just saved go first (stable sort)
         changed_ids = {p.note.note_id for p in changed}
@@ -567,10 +555,8 @@ class Importer:
             if dim is None:
                 dim = self._dim = self._dim or self.embedder.backend_dim or await self.embedder.aprobe_dim()
             with self.lock:
-                coll.ensure_collections(self.client, self.prefix, dim, self.layout)
+                self.store.create(dim)
         with self.lock:
-            if plan is None:
-                coll.tune_local_storage(self.client, self.prefix)
             self._delete_notes(gone)
         report.deleted = len(gone)
         if plan is None and stored:
@@ -596,7 +582,6 @@ class Importer:
                     stored.update(self._records(unknown))
                 known.update(unknown)
             self._write_changed(batch, stored, report)
-            settle()
             done += len(batch)
             self.progress.update(notes_written=done)
             self.on_written()
@@ -684,29 +669,27 @@ class Importer:
         state.dirty.clear()
         return state
 
-    def _write_snapshot(self) -> None:
-        """The retriever's in-memory mirrors as one file beside a local Qdrant folder, current with what phase 1
-        wrote (`mindnet.store.snapshot`), so a server or the Python API starts in seconds. A run that wrote
-        nothing finds the snapshot current (one read of the note records) and leaves it; a run that found nothing
-        changed without opening Qdrant (the manifest) leaves it too."""
-        if not self.client_open or snapshot.snapshot_path(self.client, self.prefix) is None:
+    def _write_graph(self) -> None:
+        """The link graph's file beside an embedded index, current with what phase 1 wrote (`graph_file`), so a
+        server or the Python API opens in seconds. A run that wrote nothing finds it current (one read of the
+        note records) and leaves it; a run that found nothing changed without opening the index leaves it too."""
+        if not self.store_open or graph_file.graph_path(self.store) is None:
             return
         with self.lock:
-            opened = snapshot.open_index(self.client, self.prefix)
-        log.info("index snapshot %s in %.2f s", opened.status, opened.seconds)
+            opened = graph_file.open_graph(self.store)
+        log.info("link graph %s in %.2f s", opened.status, opened.seconds)
 
     async def _phase2(self, report: ImportReport, *, progress: Progress | None,
                       should_stop: Callable[[], bool] | None, skip: set[str] | frozenset = frozenset()) -> None:
-        if not self.client_open and self._state is not None and self._state.vectors_complete:
+        if not self.store_open and self._state is not None and self._state.vectors_complete:
             return      # the manifest, current by the folder's token, says every chunk has its vector
-        chunks = self.names["chunks"]
         with self.lock:
-            if not self.client.collection_exists(chunks):
+            if not self.store.exists("chunks"):
                 return
-            total = self.client.count(chunks, exact=True).count
-            missing = coll.count_without_vector(self.client, self.prefix)
+            total = self.store.count("chunks")
+            missing = self.store.count("chunks", coll.WITHOUT_DENSE)
             if self.embedder.dim is None:
-                self.embedder.dim = coll.chunks_dim(self.client, self.prefix)
+                self.embedder.dim = self.store.dim()
         self.progress.begin_embedding(total, total - missing)
         done = 0
 
@@ -719,16 +702,16 @@ class Importer:
                 progress(done, missing, "embedding")
 
         try:
-            fill = await afill_vectors(self.client, self.prefix, self.embedder, lock=self.lock, progress=advance,
+            fill = await afill_vectors(self.store, self.embedder, lock=self.lock, progress=advance,
                                        skip=skip,
                                        should_stop=should_stop)
         finally:
             self.progress.end_embedding()
         with self.lock:
-            report.vectors_missing = coll.count_without_vector(self.client, self.prefix)
+            report.vectors_missing = self.store.count("chunks", coll.WITHOUT_DENSE)
             state = self._state
             if (report.vectors_missing == 0 and state is not None and not state.vectors_complete
-                    and self._token is not None and read_token(self.client, self.names["notes"]) == self._token):
+                    and self._token is not None and self.store.read_token() == self._token):
                 state.vectors_complete = True
                 self._save_manifest(state)
         report.stopped_early = fill.stopped

@@ -31,8 +31,8 @@ from mindnet.vault.links import extract_links
 from mindnet.vault.note import Note, budget_warning, cut_note
 from mindnet.vault.scan import Issue, iter_markdown_stats, load_note, scan_vault
 
-PIPELINE_VERSION = "5"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
-                            # (3: passages cut on the model's token budget)
+PIPELINE_VERSION = "6"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
+                            # (3: passages cut on the model's token budget; 6: chunk payloads list their folders)
 LINK_RULES = ("explicit", "inline", "callout")
 
 

@@ -35,6 +35,7 @@ class ImportReport:
     neighbours: int = 0            # the notes whose links or mentions they affect (this many)
     mention_sources: Counter = field(default_factory=Counter)   # note path -> mention edges it defines
     mention_common: list[tuple[str, int]] = field(default_factory=list)   # (name, notes naming it): no edge
+    notices: list[str] = field(default_factory=list)   # one-off facts about the run (an older index rebuilt)
 
     def absorb(self, phase2: ImportReport) -> None:
         """Add a separate phase-2 run (`Importer.fill`) to this phase-1 report."""
@@ -90,4 +91,5 @@ class ImportReport:
             "mention_common": [{"name": k, "notes": n} for k, n in self.mention_common],
             "seconds_phase1": round(self.seconds_phase1, 3), "vectors_missing": self.vectors_missing,
             "stopped_early": self.stopped_early, "planned": self.planned, "neighbours": self.neighbours,
+            "notices": list(self.notices),
         }

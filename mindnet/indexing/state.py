@@ -6,10 +6,11 @@ keys links resolve by and the names mentions find) and what its own edges depend
 With it an import reads only files whose stat changed, and re-derives the edges of only the notes whose links or
 mentions could now resolve differently, instead of reading and linking the whole vault.
 
-The manifest is trusted only when it matches the index: each import that writes clears a token stored in the
-notes collection's metadata before its first write, and stores a new one (the same as in the manifest file)
-after its last. A manifest whose token differs (an import killed half-way, another machine's import, an index
-rebuilt or deleted) is ignored, and the import plans the whole vault once more, which writes a new manifest.
+The manifest is trusted only when it matches the index: each import that writes clears a token the store keeps
+(`Store.read_token`: in the index folder's mindnet.json, or in a server's notes collection metadata) before its
+first write, and stores a new one (the same as in the manifest file) after its last. A manifest whose token
+differs (an import killed half-way, another machine's import, an index rebuilt or deleted) is ignored, and the
+import plans the whole vault once more, which writes a new manifest.
 """
 
 from __future__ import annotations
@@ -21,19 +22,14 @@ import secrets
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
-
-from qdrant_client import QdrantClient
 
 from mindnet.vault.scan import Issue
 
 log = logging.getLogger(__name__)
 MANIFEST_VERSION = 2
-TOKEN_KEY = "mindnet_manifest"
 RACY_NS = 2_000_000_000   # a file written this close to its reading may change again within the same mtime tick
 
 
@@ -178,67 +174,5 @@ class IndexState:
             return None
 
 
-def read_token(client: QdrantClient, collection: str) -> str | None:
-    try:
-        if not client.collection_exists(collection):
-            return None
-        metadata = client.get_collection(collection).config.metadata or {}
-    except Exception as exc:  # noqa: BLE001 - a server without collection metadata: no manifest, full plans
-        log.info("cannot read the manifest token of %s: %s", collection, exc)
-        return None
-    token = metadata.get(TOKEN_KEY)
-    return token if isinstance(token, str) and token else None
-
-
-def write_token(client: QdrantClient, collection: str, token: str | None) -> bool:
-    """Store `token` (None: clear it) in the collection's metadata; False when the store cannot keep it."""
-    try:
-        client.update_collection(collection, metadata={TOKEN_KEY: token or ""})
-        return True
-    except Exception as exc:  # noqa: BLE001 - see read_token
-        log.info("cannot write the manifest token of %s: %s", collection, exc)
-        return False
-
-
 def new_token() -> str:
     return f"{time.time_ns():x}-{secrets.token_hex(6)}"
-
-
-def read_local_token(folder: Path, collections: dict[str, str]) -> str | None:
-    """The token as a local Qdrant folder's meta.json holds it, without loading the collections (which takes
-    Qdrant seconds per 100k points); None unless all three collections are there."""
-    try:
-        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))["collections"]
-        if not all(name in meta for name in collections.values()):
-            return None
-        token = (meta[collections["notes"]].get("metadata") or {}).get(TOKEN_KEY)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    return token if isinstance(token, str) and token else None
-
-
-@contextmanager
-def folder_claim(folder: Path | None) -> Iterator[bool]:
-    """Hold a local Qdrant folder's lock as its client does, without opening it: True while held; False when
-    there is no such folder or another process holds it (opening it then reports who)."""
-    if folder is None or not (folder / ".lock").is_file():
-        yield False
-        return
-    import fcntl
-    try:
-        fd = os.open(folder / ".lock", os.O_RDWR)
-    except OSError:
-        yield False
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)

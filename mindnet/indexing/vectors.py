@@ -2,11 +2,11 @@
 
 Phase 1 of an import writes every chunk with its payload and its BM25 sparse vector, and with its dense vector
 only when the embedding cache already has it (no model needed). Qdrant lets a point omit a named vector:
-measured with local mode and qdrant-client 1.20, such a point is absent from dense searches, present in sparse
-ones, `HasVectorCondition` finds it, and `update_vectors` adds the dense vector later keeping payload and sparse
-vector. Phase 2 (`fill_vectors`) therefore needs nothing but the index: it scrolls the chunks without a dense
-vector, embeds their text (cache first) and adds the vectors batch by batch. A run killed in phase 2 leaves
-chunks that simply still lack a vector, and the next run fills them.
+such a point is absent from dense searches, present in sparse ones, a `without` filter finds it, and
+`Store.set_dense` adds the dense vector later keeping payload and sparse vector (both engines). Phase 2
+(`fill_vectors`) therefore needs nothing but the index: it scrolls the chunks without a dense vector, embeds
+their text (cache first) and adds the vectors batch by batch. A run killed in phase 2 leaves chunks that simply
+still lack a vector, and the next run fills them.
 """
 
 from __future__ import annotations
@@ -22,31 +22,28 @@ from dataclasses import dataclass, field
 
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 
 from mindnet.backends import Embedder, EmbedOutcome
 from mindnet.indexing.node_parser import EMBED_FIELDS, embedding_text, keyword_text
 from mindnet.indexing.sparse import sparse_doc_fn
 from mindnet.store import collections as coll
+from mindnet.store.engine import Point, Sparse, Store
 
 log = logging.getLogger(__name__)
 
-def chunk_points(nodes: list[TextNode], vectors: dict[str, list[float]]) -> list[qm.PointStruct]:
-    """Qdrant points for parser nodes: the payload llama-index's QdrantVectorStore writes (so its readers and
-    `metadata_dict_to_node` work), the BM25 vector of its `keyword_text`, and the dense vector when
-    `vectors` (by chunk id) has one."""
+def chunk_points(nodes: list[TextNode], vectors: dict[str, list[float]]) -> list[Point]:
+    """Chunk points for parser nodes: the payload llama-index's QdrantVectorStore writes (so its readers and
+    `metadata_dict_to_node` work) plus the note's folders (for folder filters), the BM25 vector of its
+    `keyword_text`, and the dense vector when `vectors` (by chunk id) has one."""
     if not nodes:
         return []
     copies = [_as_point_node(n) for n in nodes]
     indices, values = sparse_doc_fn([keyword_text(c.metadata, c.get_content()) for c in copies])
     points = []
     for node, copy, idx, val in zip(nodes, copies, indices, values, strict=True):
-        vector: dict = {coll.SPARSE: qm.SparseVector(indices=idx, values=val)}
-        if node.node_id in vectors:
-            vector[coll.DENSE] = vectors[node.node_id]
         payload = node_to_metadata_dict(copy, remove_text=False, flat_metadata=False)
-        points.append(qm.PointStruct(id=copy.id_, vector=vector, payload=payload))
+        payload["folders"] = coll.folders_of(str(node.metadata.get("path", "")))
+        points.append(Point(copy.id_, payload, vectors.get(node.node_id), Sparse(idx, val)))
     return points
 
 
@@ -110,7 +107,7 @@ class VectorFeed:
             return part
 
 
-async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *,
+async def afill_vectors(store: Store, embedder: Embedder, *,
                         lock: AbstractContextManager | None = None, progress: Callable[[int], None] | None = None,
                         should_stop: Callable[[], bool] | None = None, batch: int | None = None,
                         skip: set[str] | frozenset = frozenset()) -> FillReport:
@@ -124,12 +121,10 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
     The next batches are embedding while one is written (in a worker thread), so a fast backend (Ollama with
     parallel calls) does not sit idle during the index writes."""
     lock = lock or nullcontext()
-    name = coll.names(prefix)["chunks"]
     with lock:
-        todo = [(str(p.id), embedding_text(p.payload or {}), str((p.payload or {}).get("path", "?")))
-                for p in coll.scroll_points(client, name, scroll_filter=coll.WITHOUT_DENSE,
-                                            fields=[*EMBED_FIELDS, "path"])
-                if str(p.id) not in skip]
+        todo = [(r.id, embedding_text(r.payload), str(r.payload.get("path", "?")))
+                for r in store.scroll("chunks", coll.WITHOUT_DENSE, payload=[*EMBED_FIELDS, "path"])
+                if r.id not in skip]
     size = max(1, batch or embedder.batch_size)   # one backend call per round
     parts = [todo[i:i + size] for i in range(0, len(todo), size)]
     parts.reverse()
@@ -140,29 +135,28 @@ async def afill_vectors(client: QdrantClient, prefix: str, embedder: Embedder, *
     def stop() -> bool:      # asked only while batches remain: a run that did everything did not stop early
         return bool(parts) and should_stop is not None and should_stop()
 
-    return await _embed_rounds(lambda: client, name, embedder, next_part, lock=lock, progress=progress,
-                               should_stop=stop)
+    return await _embed_rounds(lambda: store, embedder, next_part, lock=lock, progress=progress, should_stop=stop)
 
 
-async def afeed_vectors(client: Callable[[], QdrantClient], prefix: str, embedder: Embedder, feed: VectorFeed, *,
+async def afeed_vectors(store: Callable[[], Store], embedder: Embedder, feed: VectorFeed, *,
                         lock: AbstractContextManager | None = None, progress: Callable[[int], None] | None = None
                         ) -> FillReport:
     """Embed the chunks `feed` hands over, one backend call per round and the embedder's parallel calls in
     flight, until it is closed and empty (or the backend is down: the feed is closed and the chunks wait for
-    phase 2). `client()` is called at the first write."""
+    phase 2). `store()` is called at the first write."""
     size = max(1, embedder.batch_size)
 
     async def next_part() -> list[tuple[str, str, str]]:
         return await asyncio.to_thread(feed.take, size)
 
     try:
-        return await _embed_rounds(client, coll.names(prefix)["chunks"], embedder, next_part,
-                                   lock=lock or nullcontext(), progress=progress, should_stop=None)
+        return await _embed_rounds(store, embedder, next_part, lock=lock or nullcontext(), progress=progress,
+                                   should_stop=None)
     finally:
         feed.close()
 
 
-async def _embed_rounds(client: Callable[[], QdrantClient], name: str, embedder: Embedder,
+async def _embed_rounds(store: Callable[[], Store], embedder: Embedder,
                         next_part: Callable[[], Awaitable[list[tuple[str, str, str]]]], *,
                         lock: AbstractContextManager,
                         progress: Callable[[int], None] | None, should_stop: Callable[[], bool] | None
@@ -186,17 +180,16 @@ async def _embed_rounds(client: Callable[[], QdrantClient], name: str, embedder:
         outcome = await embedder.aembed_many(list(texts.values()), what=lambda t, where=where: where.get(t, "?"))
         return texts, where, outcome
 
-    def write(ready: list[qm.PointVectors], texts: dict[str, str]) -> list[qm.PointVectors]:
+    def write(ready: dict[str, list[float]], texts: dict[str, str]) -> dict[str, list[float]]:
         with lock:
-            if not client().collection_exists(name):   # embedded while phase 1 plans: it writes them
-                return []
+            if not store().exists("chunks"):   # embedded while phase 1 plans: it writes them
+                return {}
             # a phase 1 may have rewritten or removed some of these chunks meanwhile (a server writes saved
             # notes while it embeds): only chunks that still hold the embedded text get the vector
-            now = {str(p.id): embedding_text(p.payload or {}) for p in client().retrieve(
-                name, ids=[v.id for v in ready], with_payload=EMBED_FIELDS)}
-            ready = [v for v in ready if now.get(str(v.id)) == texts[str(v.id)]]
-            if ready:
-                client().update_vectors(name, points=ready)
+            now = {r.id: embedding_text(r.payload) for r in store().retrieve("chunks", list(ready),
+                                                                            payload=EMBED_FIELDS)}
+            ready = {pid: v for pid, v in ready.items() if now.get(pid) == texts[pid]}
+            store().set_dense("chunks", ready)
         return ready
 
     depth = max(1, embedder.parallel)
@@ -218,8 +211,7 @@ async def _embed_rounds(client: Callable[[], QdrantClient], name: str, embedder:
                     ended = True
                     continue
                 texts, where, outcome = result
-                ready = [qm.PointVectors(id=pid, vector={coll.DENSE: outcome.vectors[t]})
-                         for pid, t in texts.items() if t in outcome.vectors]
+                ready = {pid: outcome.vectors[t] for pid, t in texts.items() if t in outcome.vectors}
                 if not ready and len(texts) > 1:   # the backend failed on every text: it is down; next run retries
                     report.backend_error = str(next(iter(outcome.failed.values()), "no vectors returned"))
                     ended = True

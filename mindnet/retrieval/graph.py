@@ -27,11 +27,9 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 
-from mindnet.store.collections import edge_as, kind_filter, kind_label, label_kinds, names, scroll_points
-from mindnet.store.snapshot import IndexData, graph_figures, pagerank
+from mindnet.store.collections import edge_as, kind_label, label_kinds
+from mindnet.store.graph_file import GraphData, graph_figures, pagerank
 
 CHUNK_ID = re.compile(r"^(?P<note>.+)#c\d{2,}$")
 STRUCTURAL = {"belongs_to", "next", "prev"}
@@ -49,8 +47,8 @@ def specificity(degree: int, hub_degree: float) -> float:
 
 class GraphStats:
     """Vault-wide link figures per note: distinct in/out neighbours and global PageRank relative to an average
-    note. The import computes them into the index snapshot (`GraphStats.from_data`); built from edge payloads
-    (a Qdrant server, tests) they are computed here the same way, on CSR arrays."""
+    note. They come with the link graph (`GraphStats.from_data`); built from edge payloads (tests) they are
+    computed here the same way, on CSR arrays."""
 
     def __init__(self, edges: Iterable[dict], note_count: int = 0, *, hub_degree: float = 10.0,
                  chance: float = 0.0) -> None:
@@ -79,8 +77,8 @@ class GraphStats:
         self.pr_rel: dict[str, float] = dict(zip(nodes, pr_rel.tolist(), strict=True)) if len(nodes) else {}
 
     @classmethod
-    def from_data(cls, data: IndexData, hub_degree: float = 10.0, chance: float = 0.0) -> GraphStats:
-        """The figures the import stored in the index snapshot (only notes with a link have an entry)."""
+    def from_data(cls, data: GraphData, hub_degree: float = 10.0, chance: float = 0.0) -> GraphStats:
+        """The figures of the link graph (only notes with a link have an entry)."""
         stats = cls.__new__(cls)
         keep = np.flatnonzero(data.linked)
         stats._set([data.nodes[i] for i in keep.tolist()], data.in_degree[keep], data.out_degree[keep],
@@ -284,49 +282,12 @@ def _strength(e: dict) -> tuple[float, str]:
     return (-float(e.get("confidence", 1.0)), str(e.get("edge_id", "")))
 
 
-def _cap_hop(per_node: list[list[dict]], caps: FanOut, budget: int | None, seen: set[str]) -> list[dict]:
-    """A hop's edges: each frontier note's strongest `per_note` (already sorted strongest first), merged,
-    without edges kept before, strongest first, cut to what the query's budget has left."""
-    picked: dict[str, dict] = {}
-    for edges in per_node:
-        for e in edges[: caps.per_note] if caps.per_note is not None else edges:
-            if e["edge_id"] not in seen:
-                picked.setdefault(e["edge_id"], e)
-    out = sorted(picked.values(), key=_strength)
-    return out if budget is None else out[: max(0, budget)]
-
-
-def _load_edges(client: QdrantClient, collection: str, frontier: list[str], edge_types: list[str]) -> list[dict]:
-    flt = qm.Filter(
-        must=[kind_filter(edge_types), qm.FieldCondition(key="resolved", match=qm.MatchValue(value=True))],
-        should=[qm.FieldCondition(key="note_id", match=qm.MatchAny(any=frontier)),
-                qm.FieldCondition(key="target_id", match=qm.MatchAny(any=frontier))])
-    wanted = set(edge_types)
-    return [e for p in scroll_points(client, collection, scroll_filter=flt) if (e := edge_as(p.payload, wanted))]
-
-
-def _server_hop(client: QdrantClient, collection: str, frontier: list[str], kinds: list[str], caps: FanOut,
-                budget: int | None, seen: set[str]) -> list[dict]:
-    """One hop over a Qdrant server's payload indexes, capped exactly as `EdgeIndex.hop`."""
-    around: dict[str, list[dict]] = {n: [] for n in frontier}
-    for e in _load_edges(client, collection, frontier, kinds):
-        src, dst = e["note_id"], note_of(e["target_id"])
-        if src == dst:
-            continue
-        for end in {src, dst}:
-            if end in around:
-                around[end].append(e)
-    return _cap_hop([sorted(around[n], key=_strength) for n in frontier], caps, budget, seen)
-
-
 class EdgeIndex:
     """The resolved links between different notes as CSR adjacency by note index: for each note its outgoing
     and its incoming edge rows, strongest first, so an expansion takes a slice per frontier note and caps it
-    without sorting. Built from the index snapshot (`from_data`) or from edge payloads (`EdgeIndex(edges)`).
-
-    Local Qdrant evaluates a filtered scroll in Python over every edge point, per hop and per query; this makes
-    expansion an array lookup instead. A Qdrant server has payload indexes, so `expand` queries it directly
-    when no EdgeIndex is given.
+    without sorting. Built from the link graph (`from_data`, `mindnet.store.graph_file`) or from edge payloads
+    (`EdgeIndex(edges)`). Reading a hop's edges from the edges collection by a filter costs tens of milliseconds
+    per hop at 970,000 edges; here it is an array lookup.
     """
 
     def __init__(self, edges: Iterable[dict]) -> None:
@@ -343,7 +304,7 @@ class EdgeIndex:
                     np.array([kind_of[kind_label(e)] for e in raw], dtype=np.int16), kinds, raw.__getitem__)
 
     @classmethod
-    def from_data(cls, data: IndexData) -> EdgeIndex:
+    def from_data(cls, data: GraphData) -> EdgeIndex:
         index = cls.__new__(cls)
         index._setup(data.nodes, data.edge_src, data.edge_dst, data.edge_conf, data.edge_kind, data.kinds,
                      data.edge_payload)
@@ -366,14 +327,8 @@ class EdgeIndex:
         self._kind_masks: dict[tuple[str, ...], np.ndarray] = {}
         self._own_kind_ok: dict[tuple[str, ...], np.ndarray] = {}
 
-    @classmethod
-    def load(cls, client: QdrantClient, prefix: str) -> EdgeIndex:
-        """All link edges read from the edges collection in one pass (without a snapshot)."""
-        from mindnet.store.reader import read_points
-        return cls(r.payload for r in read_points(client, names(prefix)["edges"]))
-
     def graph_stats(self, note_count: int, hub_degree: float, chance: float = 0.0) -> GraphStats:
-        """Degrees and global PageRank of these edges (when no snapshot computed them at import time)."""
+        """Degrees and global PageRank of these edges (an index built from payloads, in tests)."""
         in_deg, out_deg, pr_rel, linked = graph_figures(len(self.nodes), self.src, self.dst, self.conf)
         stats = GraphStats.__new__(GraphStats)
         keep = np.flatnonzero(linked)
@@ -447,11 +402,11 @@ class EdgeIndex:
         return [v for r in rows if (v := edge_as(self.payload(r), wanted)) is not None]
 
 
-def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: int, edge_types: list[str],
-           seed_weights: dict[str, float] | None = None, edge_index: EdgeIndex | None = None,
-           stats: GraphStats | None = None, caps: FanOut | None = None) -> Subgraph:
-    """Load the subgraph `depth` hops around the seeds (chunk ids or note ids) over `edge_types`, bounded by
-    `caps` (from `edge_index` when given, else from the edges collection; both pick the same edges)."""
+def expand(edge_index: EdgeIndex, seed_ids: Iterable[str], depth: int, edge_types: list[str],
+           seed_weights: dict[str, float] | None = None, stats: GraphStats | None = None,
+           caps: FanOut | None = None) -> Subgraph:
+    """Load the subgraph `depth` hops around the seeds (chunk ids or note ids) over `edge_types` from
+    `edge_index`, bounded by `caps`."""
     seed_notes: dict[str, float] = {}
     for sid in seed_ids:
         note = note_of(sid)
@@ -463,29 +418,21 @@ def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: in
     if depth <= 0 or not kinds or not seed_notes:
         return sub
     caps = caps or FanOut.unbounded()
-    collection = names(prefix)["edges"]
     visited: set[str] = set()
     frontier = sorted(seed_notes)
     seen_rows: set[int] = set()
-    seen_ids: set[str] = set()
     strongest: dict[tuple[str, str], float] = {}
     count = 0
     for _ in range(depth):
         visited.update(frontier)
         budget = None if caps.per_query is None else caps.per_query - count
-        if edge_index is not None:
-            rows = edge_index.hop(frontier, kinds, caps, budget, seen_rows)
-            seen_rows.update(rows.tolist())
-            # a default kind shows with its own confidence; payloads are decoded when asked for
-            hop = list(zip([edge_index.nodes[s] for s in edge_index.src[rows].tolist()],
-                           [edge_index.nodes[d] for d in edge_index.dst[rows].tolist()],
-                           edge_index.shown_confidence(rows, kinds), strict=True))
-            sub.add_rows(edge_index, rows, kinds)
-        else:
-            loaded = _server_hop(client, collection, frontier, kinds, caps, budget, seen_ids)
-            seen_ids.update(e["edge_id"] for e in loaded)
-            hop = [(e["note_id"], note_of(e["target_id"]), float(e["confidence"])) for e in loaded]
-            sub.edges += loaded
+        rows = edge_index.hop(frontier, kinds, caps, budget, seen_rows)
+        seen_rows.update(rows.tolist())
+        # a default kind shows with its own confidence; payloads are decoded when asked for
+        hop = list(zip([edge_index.nodes[s] for s in edge_index.src[rows].tolist()],
+                       [edge_index.nodes[d] for d in edge_index.dst[rows].tolist()],
+                       edge_index.shown_confidence(rows, kinds), strict=True))
+        sub.add_rows(edge_index, rows, kinds)
         count += len(hop)
         found: set[str] = set()
         for src, dst, conf in hop:       # several links between two notes: the strongest counts
@@ -497,3 +444,17 @@ def expand(client: QdrantClient, prefix: str, seed_ids: Iterable[str], depth: in
             break
     sub.graph.add_weighted_edges_from(((s, d, c) for (s, d), c in strongest.items()), weight="confidence")
     return sub
+
+
+@dataclass
+class LinkGraph:
+    """What a search needs of the graph: the adjacency, the vault-wide figures and every note's title."""
+
+    index: EdgeIndex
+    stats: GraphStats
+    titles: dict[str, str]
+
+    @classmethod
+    def from_data(cls, data: GraphData, hub_degree: float = 10.0, chance: float = 0.0) -> LinkGraph:
+        return cls(EdgeIndex.from_data(data), GraphStats.from_data(data, hub_degree, chance),
+                   dict(zip(data.note_ids, data.titles, strict=True)))

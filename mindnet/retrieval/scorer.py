@@ -1,7 +1,7 @@
 """`MindnetScorer`: a LlamaIndex node postprocessor that scores chunk nodes with mindnet's formula.
 
 It works on nodes from any retriever over the chunks collection: S_sem is the node's score (or the fused
-semantic score mindnet's retriever put in metadata), W_type its `retriever_weight`. Given a Qdrant client
+semantic score mindnet's retriever put in metadata), W_type its `retriever_weight`. Given the index (a `Store`)
 and depth > 0 it expands the graph around the nodes itself; `MindnetRetriever` passes its subgraph instead.
 Each node comes back with `score = total` and metadata `score_breakdown` and `explanation` (plain dicts).
 """
@@ -13,10 +13,8 @@ from typing import Any
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 
-from mindnet.retrieval.graph import EdgeIndex, GraphStats, Subgraph, expand, note_of
+from mindnet.retrieval.graph import GraphStats, LinkGraph, Subgraph, expand, note_of
 from mindnet.retrieval.scoring import (
     EdgeRef,
     GraphEvidence,
@@ -27,32 +25,11 @@ from mindnet.retrieval.scoring import (
     rank_key,
 )
 from mindnet.settings import RetrieverConfig, ScoringWeights, shipped_retriever
-from mindnet.store.collections import names, scroll_points
+from mindnet.store.engine import Store
+from mindnet.store.graph_file import open_graph
 
 SEMANTIC_KEY = "mindnet_semantic"      # set by MindnetRetriever: {"semantic", "dense", "lexical", "via_graph"}
 RESULT_KEYS = ["score_breakdown", "explanation", SEMANTIC_KEY]
-
-
-def note_titles(client: QdrantClient, prefix: str, note_ids: list[str]) -> dict[str, str]:
-    if not note_ids:
-        return {}
-    flt = qm.Filter(must=[qm.FieldCondition(key="note_id", match=qm.MatchAny(any=note_ids))])
-    points, _ = client.scroll(names(prefix)["notes"], scroll_filter=flt, limit=len(note_ids),
-                              with_payload=qm.PayloadSelectorInclude(include=["note_id", "title"]))
-    return {p.payload["note_id"]: p.payload.get("title", "") for p in points}
-
-
-def load_titles(client: QdrantClient, prefix: str) -> dict[str, str]:
-    """Every note's title (for naming the other end of an edge without a query per hit)."""
-    collection = names(prefix)["notes"]
-    if not client.collection_exists(collection):
-        return {}
-    return {p.payload["note_id"]: p.payload.get("title", "")
-            for p in scroll_points(client, collection, fields=["note_id", "title"])}
-
-
-def stats_from_index(index: EdgeIndex, note_count: int, hub_degree: float, chance: float = 0.0) -> GraphStats:
-    return index.graph_stats(note_count, hub_degree, chance)
 
 
 def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> list[EdgeRef]:
@@ -105,9 +82,9 @@ class MindnetScorer(BaseNodePostprocessor):
     """A LlamaIndex node postprocessor that rescores chunk nodes from any retriever with mindnet's formula
     (semantic score x note-type weight, plus graph bonuses) and explains each score in the node's metadata.
 
-    `MindnetScorer()` uses the shipped weights (retriever.yaml); `MindnetScorer(client=qdrant_client,
+    `MindnetScorer()` uses the shipped weights (retriever.yaml); `MindnetScorer(store=retriever.store,
     depth=1)` also expands the graph around the nodes for the edge and centrality bonuses;
-    `MindnetScorer.from_config(retriever_config, client=...)` takes your own retriever.yaml settings.
+    `MindnetScorer.from_config(retriever_config, store=...)` takes your own retriever.yaml settings.
     """
 
     weights: ScoringWeights = Field(default_factory=lambda: shipped_retriever().scoring)
@@ -121,17 +98,17 @@ class MindnetScorer(BaseNodePostprocessor):
     near_share: float = Field(default_factory=lambda: shipped_retriever().graph.near_share, gt=0, le=1,
                               description="a lifted note whose own semantic term reaches this share of the hit "
                                           "that would cap it may pass it")
-    _client: QdrantClient | None = PrivateAttr(default=None)
-    _stats: GraphStats | None = PrivateAttr(default=None)
+    _store: Store | None = PrivateAttr(default=None)
+    _graph: LinkGraph | None = PrivateAttr(default=None)
 
-    def __init__(self, *, client: QdrantClient | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, store: Store | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._client = client
+        self._store = store
 
     @classmethod
-    def from_config(cls, config: RetrieverConfig, *, client: QdrantClient | None = None, prefix: str = "mindnet",
+    def from_config(cls, config: RetrieverConfig, *, store: Store | None = None, prefix: str = "mindnet",
                     depth: int | None = None) -> MindnetScorer:
-        return cls(client=client, weights=config.scoring, prefix=prefix, edge_types=list(config.expand.edge_types),
+        return cls(store=store, weights=config.scoring, prefix=prefix, edge_types=list(config.expand.edge_types),
                    depth=config.expand.depth if depth is None else depth, hub_degree=config.graph.hub_degree,
                    chance=config.graph.chance, near_share=config.graph.near_share)
 
@@ -142,22 +119,24 @@ class MindnetScorer(BaseNodePostprocessor):
     def _postprocess_nodes(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
                            ) -> list[NodeWithScore]:
         subgraph = None
-        if self._client is not None and self.depth > 0 and nodes:
+        graph = self.link_graph()
+        if graph is not None and self.depth > 0 and nodes:
             ids = [n.node.metadata.get("chunk_id", n.node.node_id) for n in nodes]
             weights = {i: float(n.score or 0.0) for i, n in zip(ids, nodes, strict=True)}
-            subgraph = expand(self._client, self.prefix, ids, self.depth, self.edge_types, weights,
-                              stats=self.graph_stats())
-        return self.score_nodes(nodes, subgraph)
+            subgraph = expand(graph.index, ids, self.depth, self.edge_types, weights, stats=graph.stats)
+        return self.score_nodes(nodes, subgraph, graph.titles if graph is not None else None)
+
+    def link_graph(self) -> LinkGraph | None:
+        """The index's link graph, read once (a retriever passes its subgraph and titles instead)."""
+        if self._graph is None and self._store is not None and self._store.exists("notes"):
+            data = open_graph(self._store, write=False).data
+            self._graph = LinkGraph.from_data(data, self.hub_degree, self.chance)
+        return self._graph
 
     def graph_stats(self) -> GraphStats:
-        """Vault-wide degrees and PageRank, loaded once from the edges collection (a retriever passes its own)."""
-        if self._stats is None:
-            if self._client is None:
-                return GraphStats.empty(self.hub_degree, self.chance)
-            self._stats = stats_from_index(EdgeIndex.load(self._client, self.prefix),
-                                           len(load_titles(self._client, self.prefix)), self.hub_degree,
-                                           self.chance)
-        return self._stats
+        """Vault-wide degrees and PageRank (empty without an index)."""
+        graph = self.link_graph()
+        return graph.stats if graph is not None else GraphStats.empty(self.hub_degree, self.chance)
 
     def breakdown(self, *, semantic: float, retriever_weight: float, note_id: str, subgraph: Subgraph | None,
                   dense: float | None = None, lexical: float | None = None, type_intent: float = 1.0,
@@ -210,17 +189,10 @@ class MindnetScorer(BaseNodePostprocessor):
         copy.excluded_embed_metadata_keys = list(dict.fromkeys([*copy.excluded_embed_metadata_keys, *RESULT_KEYS]))
         return NodeWithScore(node=copy, score=breakdown.total)
 
-    def titles_for(self, subgraph: Subgraph | None, titles: dict[str, str] | None = None) -> dict[str, str]:
-        titles = dict(titles or {})
-        if subgraph is not None and self._client is not None and not titles:
-            others = {e["note_id"] for e in subgraph.edges} | {note_of(e["target_id"]) for e in subgraph.edges}
-            titles = note_titles(self._client, self.prefix, sorted(others))
-        return titles
-
     def score_nodes(self, nodes: list[NodeWithScore], subgraph: Subgraph | None,
                     titles: dict[str, str] | None = None) -> list[NodeWithScore]:
-        """Score and explain `nodes`, best first; `titles` (note id -> title) saves a lookup."""
-        titles = self.titles_for(subgraph, titles)
+        """Score and explain `nodes`, best first; `titles` (note id -> title) name the other ends of edges."""
+        titles = dict(titles or {})
         for n in nodes:
             titles.setdefault(n.node.metadata.get("note_id", ""), n.node.metadata.get("title", ""))
         entries = []

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from qdrant_client import QdrantClient
-
-from mindnet.store.collections import count_without_vector, missing_payload_indexes, names
-from mindnet.store.memory import no_gc
-from mindnet.store.reader import iter_payloads, read_points
-from mindnet.store.snapshot import snapshot_status
-
-
-def scroll_payloads(client: QdrantClient, collection: str, fields: list[str] | None = None) -> Iterator[dict]:
-    """Every payload of a collection, read in one linear pass (`mindnet.store.reader`: local Qdrant's paged
-    scroll is quadratic)."""
-    for row in read_points(client, collection, fields=fields):
-        yield row.payload
+from mindnet.store.collections import WITHOUT_DENSE
+from mindnet.store.engine import KINDS, Store
+from mindnet.store.graph_file import graph_status
+from mindnet.store.server import ServerStore
 
 
 @dataclass
@@ -34,8 +24,8 @@ class IntegrityReport:
     missing_collections: list[str] = field(default_factory=list)
     missing_indexes: list[str] = field(default_factory=list)
     unembedded: int = 0        # chunks without their dense vector yet: not broken, the next import adds them
-    snapshot: str = "none"     # the in-memory mirrors' file: current | stale | missing | corrupt (rebuilt when
-                               # opened, never trusted) | none (in memory or a Qdrant server)
+    graph: str = "none"        # the link graph's file: current | stale | missing | corrupt (rebuilt when opened,
+                               # never trusted) | none (a Qdrant server keeps it in memory)
 
     @property
     def broken(self) -> bool:
@@ -48,40 +38,41 @@ class IntegrityReport:
                 "orphan_chunks": self.orphan_chunks, "missing_chunks": self.missing_chunks,
                 "unlisted": self.unlisted, "unfinished_notes": self.unfinished_notes,
                 "missing_collections": self.missing_collections, "missing_indexes": self.missing_indexes,
-                "unembedded": self.unembedded, "snapshot": self.snapshot}
+                "unembedded": self.unembedded, "graph": self.graph}
 
 
-def check_index(client: QdrantClient, prefix: str) -> IntegrityReport:
-    """Read every note, chunk and edge of Qdrant once (linear, without local mode's quadratic paging) and
-    cross-check them; also say whether the index snapshot is current."""
-    with no_gc():
-        return _check(client, prefix)
-
-
-def _check(client: QdrantClient, prefix: str) -> IntegrityReport:
-    coll = names(prefix)
+def check_index(store: Store) -> IntegrityReport:
+    """Read every note, chunk and edge once (only the fields the checks need) and cross-check them; also say
+    whether the link graph's file is current."""
     report = IntegrityReport()
-    report.missing_collections = [n for n in coll.values() if not client.collection_exists(n)]
+    report.missing_collections = [f"{store.prefix}_{k}" for k in KINDS if not store.exists(k)]
     if report.missing_collections:
         return report
     note_chunks: dict[str, set[str]] = {}
     note_edges: dict[str, set[str]] = {}
-    for p in scroll_payloads(client, coll["notes"], ["note_id", "chunk_ids", "edge_ids", "fingerprint"]):
+    for r in store.scroll("notes", payload=["note_id", "chunk_ids", "edge_ids", "fingerprint"]):
+        p = r.payload
         note_chunks[p["note_id"]] = set(p.get("chunk_ids", []))
         note_edges[p["note_id"]] = set(p.get("edge_ids", []))
         if p.get("fingerprint") == "pending":
             report.unfinished_notes.append(p["note_id"])
     chunk_ids: set[str] = set()
-    for p in scroll_payloads(client, coll["chunks"], ["chunk_id", "note_id"]):
+    for r in store.scroll("chunks", payload=["chunk_id", "note_id"]):
+        p = r.payload
         chunk_ids.add(p["chunk_id"])
         if p.get("note_id") not in note_chunks:
             report.orphan_chunks.append(p["chunk_id"])
         elif p["chunk_id"] not in note_chunks[p["note_id"]]:
             report.unlisted.append(p["chunk_id"])
     report.notes, report.chunks = len(note_chunks), len(chunk_ids)
-    report.missing_chunks = sorted(c for ids in note_chunks.values() for c in ids if c not in chunk_ids)
+    # an unfinished note's record lists the chunks it is about to write (write-ahead): absent ones are expected
+    pending = set(report.unfinished_notes)
+    report.missing_chunks = sorted(c for n, ids in note_chunks.items() if n not in pending
+                                   for c in ids if c not in chunk_ids)
     known = chunk_ids | set(note_chunks)
-    for _, e in iter_payloads(client, coll["edges"]):   # read only: locally these are Qdrant's own dicts
+    for r in store.scroll("edges", payload=["edge_id", "note_id", "source_id", "target_id", "kind", "rule_id",
+                                            "resolved"]):
+        e = r.payload
         report.edges += 1
         if e.get("note_id") in note_edges and e["edge_id"] not in note_edges[e["note_id"]]:
             report.unlisted.append(e["edge_id"])
@@ -91,7 +82,7 @@ def _check(client: QdrantClient, prefix: str) -> IntegrityReport:
             report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"]})
         elif e["source_id"] not in known or e["target_id"] not in known:
             report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
-    report.missing_indexes = missing_payload_indexes(client, prefix)
-    report.unembedded = count_without_vector(client, prefix)
-    report.snapshot = snapshot_status(client, prefix)
+    report.missing_indexes = store.missing_indexes() if isinstance(store, ServerStore) else []
+    report.unembedded = store.count("chunks", WITHOUT_DENSE)
+    report.graph = graph_status(store)
     return report

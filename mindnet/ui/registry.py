@@ -1,6 +1,6 @@
 """The `Mindnet` of the server process, handed to the Chainlit app.
 
-Local Qdrant allows one client per folder, so the chat must use the instance the HTTP API already holds:
+An embedded index is opened by one process at a time, so the chat must use the instance the HTTP API holds:
 `mount_ui` sets it here before Chainlit loads `app.py`. Run standalone (`chainlit run mindnet/ui/app.py`),
 the app builds one from the environment on first use.
 """

@@ -1,0 +1,266 @@
+"""`EdgeStore`: the embedded engine, Qdrant Edge (`qdrant-edge-py`) running inside the process.
+
+Each collection is one Edge shard in a folder under the index folder (`<folder>/<prefix>_chunks/`, ...), with
+the server's data format: segments, payload indexes, exact or HNSW dense search, sparse vectors with the IDF
+modifier and a write-ahead log (a write that returned survives a crash). Shards open when first used: a search
+opens the chunks and notes shards, not the edges (the graph comes from its own file, `graph_file`).
+
+A shard that cannot be opened (deleted, truncated or garbled files) is reported with its folder and the command
+that rebuilds it from the vault and the embedding cache, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import qdrant_edge as qe
+
+from mindnet.errors import DimensionMismatchError, StoreError
+from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, names
+from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, StoreInfo, Where
+from mindnet.store.folder import FolderClaim, FolderMeta
+
+log = logging.getLogger(__name__)
+PAGE = 2000
+# Edge needs some vector in a shard's config; notes and edges hold payload only, so theirs is an unused sparse one
+PAYLOAD_ONLY = {"_payload_only": qe.EdgeSparseVectorParams()}
+SCHEMAS = {"keyword": qe.PayloadSchemaType.Keyword, "bool": qe.PayloadSchemaType.Bool}
+REBUILD = "`mindnet ingest --full` rebuilds it from the vault and the embedding cache"
+
+
+def engine_version() -> str:
+    try:
+        return version("qdrant-edge-py")
+    except PackageNotFoundError:      # pragma: no cover - installed without metadata
+        return "?"
+
+
+def edge_filter(where: Where | None) -> qe.Filter | None:
+    """mindnet's `Where` as a Qdrant Edge filter."""
+    if where is None or where.empty:
+        return None
+    must: list[Any] = [_field(k, v) for k, v in where.match]
+    if where.ids is not None:
+        must.append(qe.HasIdCondition(set(where.ids)))
+    should = [_field(k, v) for k, v in where.either] or None
+    must_not: list[Any] = [_field(k, v) for k, v in where.exclude]
+    if where.without:
+        must_not.append(qe.HasVectorCondition(where.without))
+    return qe.Filter(must=must or None, should=should, must_not=must_not or None)
+
+
+def _field(key: str, values: tuple[Any, ...]) -> qe.FieldCondition:
+    if any(isinstance(v, bool) for v in values):
+        # qdrant-edge-py 0.9 hands a boolean match value to the engine as the integer 1, which matches nothing
+        raise ValueError(f"filter on {key!r}: boolean values do not match on Qdrant Edge 0.9; filter by a keyword")
+    return qe.FieldCondition(key=key, match=qe.MatchAny(list(values)))
+
+
+def _selector(payload: Fields) -> bool | list[str]:
+    return payload if isinstance(payload, bool) else list(payload)
+
+
+def _vectors(dense: bool, sparse: bool) -> bool | list[str]:
+    wanted = [name for name, on in ((DENSE, dense), (SPARSE, sparse)) if on]
+    return wanted or False
+
+
+def _record(point: Any, score: float = 0.0) -> Record:
+    vec = point.vector if isinstance(point.vector, dict) else {}
+    dense = vec.get(DENSE)
+    sparse = vec.get(SPARSE)
+    return Record(id=str(point.id), payload=point.payload or {},
+                  dense=np.asarray(dense, dtype=np.float32) if dense is not None else None,
+                  sparse=Sparse(list(sparse.indices), list(sparse.values)) if sparse is not None else None,
+                  score=score)
+
+
+def _point(p: Point) -> qe.Point:
+    vector: dict[str, Any] = {}
+    if p.dense is not None:
+        vector[DENSE] = list(p.dense)
+    if p.sparse is not None:
+        vector[SPARSE] = qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))
+    return qe.Point(uuid.UUID(p.id), vector, p.payload)
+
+
+class EdgeStore(Store):
+    """The three collections of `prefix` as Edge shards in `folder` (claimed for this process while open)."""
+
+    def __init__(self, folder: Path | str, prefix: str = "mindnet", *, create: bool = True) -> None:
+        self.folder = Path(folder).expanduser()
+        self.prefix = prefix
+        self._claim = FolderClaim.take(self.folder, create=create)
+        self._meta = FolderMeta(self.folder)
+        self._names = names(prefix)
+        self._shards: dict[str, qe.EdgeShard] = {}
+        self._closed = False
+
+    # ------------------------------------------------------------------ shards
+
+    def path(self, kind: str) -> Path:
+        return self.folder / self._names[kind]
+
+    def exists(self, kind: str) -> bool:
+        return kind in self._shards or (self.path(kind) / "segments").is_dir()
+
+    def _shard(self, kind: str) -> qe.EdgeShard:
+        shard = self._shards.get(kind)
+        if shard is not None:
+            return shard
+        if self._closed:
+            raise StoreError(f"the index at {self.folder} was closed")
+        path = self.path(kind)
+        if not self.exists(kind):
+            raise StoreError(f"{path}: the {kind} collection does not exist; {REBUILD}")
+        try:
+            shard = qe.EdgeShard.load(str(path), None)
+        except Exception as exc:  # noqa: BLE001 - the engine raises plain Exceptions; say which folder and how to fix
+            raise StoreError(f"{path}: cannot open the {kind} collection ({exc}); the folder is damaged or "
+                             f"incomplete: {REBUILD}") from exc
+        self._shards[kind] = shard
+        return shard
+
+    def create(self, dim: int) -> None:
+        existing = self.dim()
+        if existing is not None and existing != dim:
+            raise DimensionMismatchError(
+                f"collection {self._names['chunks']} holds {existing}-d vectors but the embedding model gives "
+                f"{dim}-d; the embedding model changed: run `mindnet ingest --full` to rebuild the index")
+        for kind in KINDS:
+            if self.exists(kind):
+                continue
+            if kind == "chunks":
+                config = qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+                                       sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)})
+            else:
+                config = qe.EdgeConfig(sparse_vectors=PAYLOAD_ONLY)
+            path = self.path(kind)
+            if path.exists():        # a folder without segments (a create that died): start it afresh
+                shutil.rmtree(path)
+            shard = qe.EdgeShard.create(str(path), config)
+            for name, schema in PAYLOAD_INDEXES[kind].items():
+                shard.update(qe.UpdateOperation.create_field_index(name, SCHEMAS[schema]))
+            self._shards[kind] = shard
+        if existing is None:
+            self._meta.update(self.prefix, dim=dim)
+
+    def dim(self) -> int | None:
+        if not self.exists("chunks"):
+            return None
+        value = self._meta.get(self.prefix).get("dim")
+        return int(value) if isinstance(value, int) else None
+
+    def drop(self) -> None:
+        for kind in KINDS:
+            shard = self._shards.pop(kind, None)
+            if shard is not None:
+                shard.close()
+            if self.path(kind).exists():
+                shutil.rmtree(self.path(kind))
+        self._meta.update(self.prefix, dim=None, token=None)
+
+    # ------------------------------------------------------------------ writing
+
+    def upsert(self, kind: str, points: Sequence[Point]) -> None:
+        if points:
+            self._shard(kind).update(qe.UpdateOperation.upsert_points([_point(p) for p in points]))
+
+    def set_dense(self, kind: str, vectors: dict[str, list[float]]) -> None:
+        if vectors:
+            self._shard(kind).update(qe.UpdateOperation.update_vectors(
+                [qe.PointVectors(uuid.UUID(pid), {DENSE: list(v)}) for pid, v in vectors.items()]))
+
+    def delete(self, kind: str, ids: Sequence[str]) -> None:
+        if ids:
+            self._shard(kind).update(qe.UpdateOperation.delete_points([uuid.UUID(i) for i in ids]))
+
+    def delete_where(self, kind: str, where: Where) -> None:
+        self._shard(kind).update(qe.UpdateOperation.delete_points_by_filter(edge_filter(where)))
+
+    def flush(self) -> None:
+        for shard in self._shards.values():
+            shard.flush()
+
+    def optimize(self) -> None:
+        if self.exists("chunks"):
+            self._shard("chunks").optimize()
+
+    # ------------------------------------------------------------------ reading
+
+    def retrieve(self, kind: str, ids: Sequence[str], *, payload: Fields = True, dense: bool = False,
+                 sparse: bool = False) -> list[Record]:
+        if not ids:
+            return []
+        points = self._shard(kind).retrieve([uuid.UUID(i) for i in ids], _selector(payload), _vectors(dense, sparse))
+        return [_record(p) for p in points]
+
+    def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
+               sparse: bool = False) -> Iterator[Record]:
+        shard = self._shard(kind)
+        flt, selector, vectors = edge_filter(where), _selector(payload), _vectors(dense, sparse)
+        offset = None
+        while True:
+            points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=PAGE, filter=flt,
+                                                           with_payload=selector, with_vector=vectors))
+            for p in points:
+                yield _record(p)
+            if offset is None:
+                return
+
+    def count(self, kind: str, where: Where | None = None) -> int:
+        return self._shard(kind).count(qe.CountRequest(filter=edge_filter(where), exact=True))
+
+    def search_dense(self, vector: Sequence[float], limit: int, where: Where | None = None, *,
+                     payload: Fields = False, dense: bool = False, params: SearchParams | None = None
+                     ) -> list[Record]:
+        params = params or SearchParams()
+        request = qe.QueryRequest(query=qe.Query.Nearest(list(map(float, vector)), using=DENSE), limit=limit,
+                                  filter=edge_filter(where), with_payload=_selector(payload),
+                                  with_vector=_vectors(dense, False),
+                                  params=qe.SearchParams(exact=params.exact, hnsw_ef=params.hnsw_ef))
+        return [_record(p, p.score) for p in self._shard("chunks").query(request)]
+
+    def search_sparse(self, vector: Sparse, limit: int, where: Where | None = None, *,
+                      payload: Fields = False, dense: bool = False) -> list[Record]:
+        if not vector.indices:
+            return []
+        request = qe.QueryRequest(query=qe.Query.Nearest(qe.SparseVector(list(vector.indices), list(vector.values)),
+                                                         using=SPARSE),
+                                  limit=limit, filter=edge_filter(where), with_payload=_selector(payload),
+                                  with_vector=_vectors(dense, False))
+        return [_record(p, p.score) for p in self._shard("chunks").query(request) if p.score > 0]
+
+    # ------------------------------------------------------------------ token, info, close
+
+    def read_token(self) -> str | None:
+        token = self._meta.get(self.prefix).get("token")
+        return token if isinstance(token, str) and token else None
+
+    def write_token(self, token: str | None) -> bool:
+        for shard in self._shards.values():     # the token vouches for what was written: make it durable first
+            shard.flush()
+        self._meta.update(self.prefix, token=token or None)
+        return True
+
+    def info(self) -> StoreInfo:
+        return StoreInfo(engine="qdrant-edge", location=str(self.folder), version=engine_version(),
+                         details={"shards": {k: str(self.path(k)) for k in KINDS}})
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for shard in self._shards.values():
+                shard.close()
+        finally:
+            self._shards.clear()
+            self._claim.release()

@@ -1,0 +1,271 @@
+"""The embedded index folder (MINDNET_QDRANT_PATH, `./data/qdrant` by default) and who holds it.
+
+    <folder>/mindnet.lock          flock'd by the one process that has the folder open (one writer per folder)
+    <folder>/mindnet.pid           which process that is: pid, command, start time (for the message a second
+                                   process gets: "in use by process 4711 (mindnet serve, started ...)")
+    <folder>/mindnet.json          per collection prefix: the import token (`mindnet.indexing.state`) and the
+                                   chunks' vector size
+    <folder>/<prefix>_notes/ ...   one Qdrant Edge shard per collection (`mindnet.store.edge`)
+    <folder>/<prefix>.graph.npz    the link graph beside them (`mindnet.store.graph_file`)
+
+The lock is mindnet's own (Qdrant Edge also refuses a second opener of a shard, with a bare "WouldBlock"), so
+the folder can be claimed before any shard is opened and the holder is named. A process opens the folder once;
+every store of it (several collection prefixes) shares that one claim.
+
+An index written by older mindnet versions (qdrant-client's local mode: `meta.json`, `collection/`) is
+recognised (`legacy_files`): the next import rebuilds it as Edge shards from the vault and the embedding cache
+and then removes the old files.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mindnet.errors import StoreError, StoreLockedError
+
+log = logging.getLogger(__name__)
+LOCK_FILE = "mindnet.lock"
+HOLDER_FILE = "mindnet.pid"
+META_FILE = "mindnet.json"
+META_FORMAT = 1
+# what qdrant-client's local mode (mindnet before Qdrant Edge) left in the folder
+LEGACY = ("meta.json", "collection", ".lock")
+LEGACY_GLOBS = ("mindnet-*.snapshot.npz", "mindnet-*.start.npz", "mindnet-*.start.payloads")
+
+
+def holder_text(folder: Path) -> str:
+    try:
+        info = json.loads((folder / HOLDER_FILE).read_text())
+    except (OSError, ValueError):
+        return "another process (unknown: no mindnet.pid file)"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.get("started", 0)))
+    return f"process {info.get('pid')} ({info.get('command', '?')}, started {started})"
+
+
+def held_by_other(folder: Path) -> str | None:
+    """Who holds the folder when another live process does (a cheap check: the lock, without taking it)."""
+    path = Path(folder) / LOCK_FILE
+    if not path.is_file():
+        return None
+    with _claims_lock:
+        if str(Path(folder).resolve()) in _claims:
+            return None                       # this process holds it
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return holder_text(Path(folder))
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def locked_error(folder: Path, holder: str) -> StoreLockedError:
+    return StoreLockedError(
+        f"the index folder {folder} is in use by {holder}. One process at a time opens an embedded index: stop "
+        f"that process, use its server (`mindnet serve` offers import and query), or run a Qdrant server and set "
+        f"MINDNET_QDRANT_URL")
+
+
+@dataclass
+class _Claim:
+    fd: int
+    users: int
+
+
+_claims: dict[str, _Claim] = {}          # resolved folder -> this process's claim
+_claims_lock = threading.Lock()
+
+
+class FolderClaim:
+    """This process's hold on an index folder (re-entrant within the process: several stores share it)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self._key = str(self.folder.resolve())
+        self._released = False
+
+    @classmethod
+    def take(cls, folder: Path, *, create: bool) -> FolderClaim:
+        """Claim `folder` (created with `create`, else it must exist); StoreLockedError names the holder."""
+        folder = Path(folder)
+        if not folder.is_dir():
+            if not create:
+                raise StoreError(f"no index at {folder}: the folder does not exist (import your vault first: "
+                                 f"`mindnet ingest [VAULT]`, or set MINDNET_QDRANT_PATH to the index folder)")
+            _make_private_dir(folder)
+        claim = cls(folder)
+        with _claims_lock:
+            held = _claims.get(claim._key)
+            if held is not None:
+                held.users += 1
+                return claim
+            try:
+                fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as exc:
+                raise StoreError(f"cannot open {folder / LOCK_FILE}: {exc.strerror or exc} (fix: check the "
+                                 f"folder's permissions and free disk space)") from exc
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise locked_error(folder, holder_text(folder)) from exc
+                raise StoreError(f"cannot lock {folder / LOCK_FILE}: {exc}") from exc
+            _claims[claim._key] = _Claim(fd, 1)
+        _write_holder(folder)
+        return claim
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        with _claims_lock:
+            held = _claims.get(self._key)
+            if held is None:
+                return
+            held.users -= 1
+            if held.users > 0:
+                return
+            del _claims[self._key]
+            _remove_holder(self.folder)
+            fcntl.flock(held.fd, fcntl.LOCK_UN)
+            os.close(held.fd)
+
+
+def claimed(folder: Path) -> bool:
+    """Whether this process holds `folder`."""
+    with _claims_lock:
+        return str(Path(folder).resolve()) in _claims
+
+
+def _make_private_dir(folder: Path) -> None:
+    """The folder and its missing parents, readable by the owner only (the index holds every note's text)."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        os.chmod(folder, 0o700)
+    except OSError:
+        pass
+
+
+def _write_holder(folder: Path) -> None:
+    info = {"pid": os.getpid(), "command": " ".join(sys.argv)[:200], "started": time.time()}
+    try:
+        write_json(folder / HOLDER_FILE, info)
+    except OSError as exc:      # a full disk: the lock still holds, a second process just learns less
+        log.warning("cannot write %s: %s", folder / HOLDER_FILE, exc)
+
+
+def _remove_holder(folder: Path) -> None:
+    path = folder / HOLDER_FILE
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Replace `path` atomically (temp file, fsync, rename), readable by the owner only."""
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, separators=(",", ":"))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class FolderMeta:
+    """`mindnet.json`: per collection prefix its import token and vector size. A damaged file is reported and
+    treated as empty (the next import plans the whole vault again), never a traceback."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / META_FILE
+        self.problem: str | None = None
+
+    def read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"format": META_FORMAT, "prefixes": {}}
+        except (OSError, ValueError) as exc:
+            self.problem = f"{self.path} is damaged ({exc}); the next import reads the whole vault again"
+            log.warning("%s", self.problem)
+            return {"format": META_FORMAT, "prefixes": {}}
+        if not isinstance(data, dict) or not isinstance(data.get("prefixes"), dict):
+            self.problem = f"{self.path} is not a mindnet index file; the next import reads the whole vault again"
+            return {"format": META_FORMAT, "prefixes": {}}
+        return data
+
+    def get(self, prefix: str) -> dict[str, Any]:
+        entry = self.read()["prefixes"].get(prefix)
+        return entry if isinstance(entry, dict) else {}
+
+    def update(self, prefix: str, **values: Any) -> None:
+        data = self.read()
+        entry = data["prefixes"].setdefault(prefix, {})
+        for key, value in values.items():
+            if value is None:
+                entry.pop(key, None)
+            else:
+                entry[key] = value
+        data["format"] = META_FORMAT
+        write_json(self.path, data)
+
+    def forget(self, prefix: str) -> None:
+        data = self.read()
+        if data["prefixes"].pop(prefix, None) is not None:
+            write_json(self.path, data)
+
+
+def read_token(folder: Path, prefix: str) -> str | None:
+    """The import token of `prefix` in an index folder, without opening any shard (an unchanged re-import
+    plans from the manifest and never opens the index)."""
+    token = FolderMeta(folder).get(prefix).get("token")
+    return token if isinstance(token, str) and token else None
+
+
+def legacy_files(folder: Path) -> list[Path]:
+    """What an older mindnet's qdrant-client local mode left in the folder (empty: none)."""
+    folder = Path(folder)
+    found = [folder / name for name in LEGACY if (folder / name).exists()]
+    for pattern in LEGACY_GLOBS:
+        found += sorted(folder.glob(pattern))
+    return found if any(p.name in ("meta.json", "collection") for p in found) else []
+
+
+def remove_legacy(folder: Path) -> int:
+    """Delete the old local-mode files (after the index was rebuilt as Edge shards); the bytes freed."""
+    freed = 0
+    for path in legacy_files(folder):
+        try:
+            if path.is_dir():
+                freed += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+                shutil.rmtree(path)
+            else:
+                freed += path.stat().st_size
+                path.unlink()
+        except OSError as exc:
+            log.warning("cannot remove the old index file %s: %s", path, exc)
+    return freed
