@@ -123,9 +123,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     from mindnet.service import Mindnet
     from mindnet.store.integrity import check_index
     settings = _settings(args)
+    from mindnet.errors import StoreError
     app = Mindnet(settings, read_only=True)
     try:
         report = check_index(app.store)
+    except StoreError as exc:
+        if app.opened:        # a damaged index: main reports it with how to repair it
+            raise
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}")   # no index at all
+        return 1
     finally:
         app.close()
     data = report.as_dict()

@@ -1,5 +1,5 @@
-"""A `Mindnet` warming up in the background while the opening of its Qdrant client is held back: the seconds
-`mindnet serve` spends opening a big local folder, on a small test index."""
+"""A `Mindnet` warming up in the background while the opening of its index is held back: the time `mindnet serve`
+spends opening a big index, on a small test index."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ from mindnet.settings import Settings
 @contextmanager
 def warming_with_open_held(settings: Settings, monkeypatch: pytest.MonkeyPatch
                            ) -> Iterator[tuple[Mindnet, Callable[[], None]]]:
-    """Yields the app (its `warm` running in a thread, the client's opening waiting) and `open_now()`, which
+    """Yields the app (its `warm` running in a thread, the index's opening waiting) and `open_now()`, which
     lets the opening go on and waits for the warm-up to end. The app is closed on exit."""
     release = threading.Event()
-    real_open = service_module.open_client
+    real_open = service_module.open_store
 
-    def slow_open(s: Settings):
+    def slow_open(s: Settings, **kwargs):
         assert release.wait(30)
-        return real_open(s)
-    monkeypatch.setattr(service_module, "open_client", slow_open)
+        return real_open(s, **kwargs)
+    monkeypatch.setattr(service_module, "open_store", slow_open)
     app = Mindnet(settings)
     warm = threading.Thread(target=app.warm)
     warm.start()

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from helpers_vault import fake_settings
-from qdrant_client import QdrantClient
 from retrieval_fixtures import DictEmbedding, NoteSpec, Q, at_cos, build_index, link
 
 from mindnet.api import create_app
 from mindnet.service import Mindnet
+from mindnet.store.factory import TemporaryEdgeStore
 
 NOTES = [NoteSpec("a", [at_cos(0.9)], type="decision"), NoteSpec("b", [at_cos(0.7), at_cos(0.6)]),
          NoteSpec("c", [at_cos(0.5)])]
@@ -20,10 +20,10 @@ NOTES = [NoteSpec("a", [at_cos(0.9)], type="decision"), NoteSpec("b", [at_cos(0.
 
 @pytest.fixture
 def api(tmp_path: Path) -> TestClient:
-    client = QdrantClient(":memory:")
-    build_index(client, NOTES, [link("a", "c")])
+    store = TemporaryEdgeStore("t")
+    build_index(store, NOTES, [link("a", "c")])
     settings = fake_settings(tmp_path, "http://127.0.0.1:9", log_dir=tmp_path / "logs")
-    mindnet = Mindnet(settings, client=client, embed_model=DictEmbedding(vectors={"q": Q}))
+    mindnet = Mindnet(settings, store=store, embed_model=DictEmbedding(vectors={"q": Q}))
     return TestClient(create_app(mindnet))
 
 
@@ -38,7 +38,7 @@ def test_health_counts_the_collections(api: TestClient, tmp_path: Path) -> None:
     body = r.json()
     progress = body.pop("import")    # no import ran in this process
     assert body == {"status": "ok", "importing": False, "opening": False, "searchable": True,
-                    "searching_from": "index", "counts_from": "index",
+                    "searching_from": "index", "engine": "qdrant-edge", "counts_from": "index",
                     "collections": {"notes": 3, "chunks": 4, "edges": 1},
                     "embedding": "ollama", "vault": "vault"}   # the folder's name, never a server path
     assert (progress["phase"], progress["running"], progress["eta_seconds"]) == ("idle", False, None)

@@ -9,8 +9,8 @@ import pytest
 from helpers_vault import TYPES_YAML, write_vault
 
 from mindnet.cli import main
-from mindnet.store.client import open_local
 from mindnet.store.collections import point_id
+from mindnet.store.factory import open_folder
 
 VAULT = {
     "a.md": "---\nid: a\n---\n# A\n\nsee [[B]] and [[Missing]]",
@@ -89,9 +89,9 @@ def test_check_passes_on_a_fresh_import_and_lists_unresolved_links(env, capsys) 
 
 def test_check_fails_on_an_index_broken_on_purpose(env, tmp_path, capsys) -> None:
     main(["ingest", str(env)])
-    client = open_local(tmp_path / "qdrant")
-    client.delete("t_notes", points_selector=[point_id("b")])  # b's chunk and edges lose their note
-    client.close()
+    store = open_folder(tmp_path / "qdrant", "t")
+    store.delete("notes", [point_id("b")])  # b's chunk and edges lose their note
+    store.close()
     capsys.readouterr()
     assert main(["check", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
@@ -102,9 +102,11 @@ def test_check_fails_on_an_index_broken_on_purpose(env, tmp_path, capsys) -> Non
     ]
 
 
-def test_check_without_an_index_reports_missing_collections(env, capsys) -> None:
+def test_check_without_an_index_names_the_folder_and_creates_nothing(env, tmp_path, capsys) -> None:
     assert main(["check"]) == 1
-    assert "missing_collections" in capsys.readouterr().out
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"no index at {tmp_path / 'qdrant'}" in err and "mindnet ingest" in err
+    assert not (tmp_path / "qdrant").exists()
 
 
 def test_dimension_change_exits_2_and_says_to_run_full(env, fake_ollama, capsys) -> None:

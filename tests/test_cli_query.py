@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from qdrant_client import QdrantClient
 from retrieval_fixtures import NoteSpec, Q, at_cos, build_index
 
 from mindnet.cli import main
+from mindnet.store.factory import open_folder
 
 NOTES = [NoteSpec("a", [at_cos(0.9)], type="decision", path="decisions/a.md"),
          NoteSpec("b", [at_cos(0.7), at_cos(0.6)], path="concepts/b.md"),
@@ -18,9 +18,9 @@ NOTES = [NoteSpec("a", [at_cos(0.9)], type="decision", path="decisions/a.md"),
 
 @pytest.fixture
 def index_env(tmp_path: Path, fake_ollama, monkeypatch: pytest.MonkeyPatch) -> Path:
-    client = QdrantClient(path=str(tmp_path / "qdrant"))
-    build_index(client, NOTES)
-    client.close()
+    store = open_folder(tmp_path / "qdrant", "t")
+    build_index(store, NOTES)
+    store.close()
     fake_ollama.embed_fn = lambda text: Q      # every query text points along the query axis
     env = {"QDRANT_PATH": tmp_path / "qdrant", "EMBEDDING": "ollama", "OLLAMA_URL": fake_ollama.url,
            "COLLECTION_PREFIX": "t", "LOG_DIR": tmp_path / "logs", "CACHE_DIR": tmp_path / "cache",

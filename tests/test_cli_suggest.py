@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from helpers_vault import TYPES_YAML, write_vault
-from qdrant_client import models as qm
 
 from mindnet.analysis.apply import BACKUP_DIR, edge_block
 from mindnet.analysis.models import LinkSuggestion, Relation
 from mindnet.cli import main
-from mindnet.store.client import open_local
+from mindnet.store.engine import Where
+from mindnet.store.factory import open_folder
 from mindnet.vault.links import extract_links
 
 VAULT = {
@@ -35,13 +35,12 @@ def env(tmp_path: Path, fake_ollama, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def edges_of(tmp_path: Path, note_id: str) -> set[tuple[str, str, str]]:
-    client = open_local(tmp_path / "qdrant")
+    store = open_folder(tmp_path / "qdrant", "t")
     try:
-        flt = qm.Filter(must=[qm.FieldCondition(key="note_id", match=qm.MatchValue(value=note_id))])
-        points, _ = client.scroll("t_edges", scroll_filter=flt, limit=1000, with_payload=True)
+        records = list(store.scroll("edges", Where.field("note_id", note_id)))
     finally:
-        client.close()
-    return {(p.payload["target_id"], p.payload["kind"], p.payload["rule_id"]) for p in points}
+        store.close()
+    return {(r.payload["target_id"], r.payload["kind"], r.payload["rule_id"]) for r in records}
 
 
 def test_suggest_json_for_a_note(env: Path, capsys) -> None:

@@ -1,4 +1,4 @@
-"""The import through the real pipeline into local Qdrant, with the fake Ollama's embeddings."""
+"""The import through the real pipeline into the embedded index (Qdrant Edge), with the fake Ollama's embeddings."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from helpers_store import payloads
 from helpers_vault import copy_sample_vault, fake_settings, write_types, write_vault
 from llama_index.core import VectorStoreIndex
 from llama_index.embeddings.ollama import OllamaEmbedding
-from llama_index.vector_stores.qdrant import QdrantVectorStore
-from mindnet.store.client import open_local
 
 from mindnet.errors import DimensionMismatchError, EmbeddingError, StoreLockedError, VaultError
+from mindnet.retrieval.vector_store import chunk_vector_store
 from mindnet.service import Mindnet
+from mindnet.store.engine import KINDS
+from mindnet.store.factory import open_folder
 from mindnet.store.integrity import check_index
 from mindnet.vault.note import path_note_id
 
@@ -33,25 +34,15 @@ def stored_chunk_texts(app) -> dict[str, str]:
 
 
 class WriteSpy:
-    """Counts the write calls an app's Qdrant client receives."""
+    """Counts the write calls an app's store receives."""
 
-    METHODS = (
-        "upsert",
-        "upload_points",
-        "upload_collection",
-        "delete",
-        "batch_update_points",
-        "set_payload",
-        "overwrite_payload",
-        "delete_collection",
-        "create_collection",
-    )
+    METHODS = ("create", "drop", "upsert", "set_dense", "delete", "delete_where", "write_token")
 
-    def __init__(self, client, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, store, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[str] = []
         for name in self.METHODS:
-            original = getattr(client, name)
-            monkeypatch.setattr(client, name, self._wrap(name, original))
+            original = getattr(store, name)
+            monkeypatch.setattr(store, name, self._wrap(name, original))
 
     def _wrap(self, name, original):
         def call(*args, **kwargs):
@@ -111,11 +102,8 @@ def test_sample_vault_ignores_hidden_folders_and_templates(imported) -> None:
 
 def test_import_writes_three_collections_and_a_consistent_graph(imported) -> None:
     app = imported[0]
-    assert sorted(c.name for c in app.client.get_collections().collections) == [
-        "t_chunks",
-        "t_edges",
-        "t_notes",
-    ]
+    assert [k for k in KINDS if app.store.exists(k)] == ["notes", "chunks", "edges"]
+    assert sorted(p.name for p in app.store.folder.iterdir() if p.is_dir()) == ["t_chunks", "t_edges", "t_notes"]
     integrity = check_index(app.store)
     assert (integrity.broken, integrity.unresolved) == (
         False,
@@ -123,17 +111,9 @@ def test_import_writes_three_collections_and_a_consistent_graph(imported) -> Non
     )
 
 
-def test_local_qdrant_files_use_wal_so_points_are_not_fsynced_one_by_one(imported) -> None:
-    app = imported[0]
-    local = app.client._client.collections
-    modes = [local[f"t_{k}"].storage.storage.execute("PRAGMA journal_mode").fetchone()[0]
-             for k in ("notes", "chunks", "edges")]
-    assert modes == ["wal", "wal", "wal"]
-
-
 def test_plain_llamaindex_retriever_reads_the_imported_chunks(imported) -> None:
     app, _, server = imported
-    store = QdrantVectorStore(client=app.client, collection_name="t_chunks")
+    store = chunk_vector_store(app.store)
     embed = OllamaEmbedding(model_name="nomic-embed-text", base_url=server.url)
     index = VectorStoreIndex.from_vector_store(store, embed_model=embed)
     query = stored_chunk_texts(app)["tool-qdrant#c02"]
@@ -151,7 +131,7 @@ def test_unchanged_reimport_makes_no_embedding_call_and_no_write(
 ) -> None:
     make_app().ingest()
     app = make_app()
-    spy = WriteSpy(app.client, monkeypatch)
+    spy = WriteSpy(app.store, monkeypatch)
     fake_ollama.clear_requests()
     report = app.ingest()
     assert (fake_ollama.count(EMBED), spy.calls, report.unchanged, report.embedding_calls) == (0, [], 30, 0)
@@ -357,8 +337,8 @@ def test_second_process_on_the_same_qdrant_folder_is_told_who_holds_it(tmp_path)
             "-c",
             textwrap.dedent(f"""
             import sys
-            from mindnet.store.client import open_local
-            client = open_local({str(folder)!r})
+            from mindnet.store.factory import open_folder
+            store = open_folder({str(folder)!r})
             print("ready", flush=True)
             sys.stdin.read()
         """),
@@ -370,7 +350,7 @@ def test_second_process_on_the_same_qdrant_folder_is_told_who_holds_it(tmp_path)
     try:
         assert holder.stdout.readline() == "ready\n"
         with pytest.raises(StoreLockedError) as info:
-            open_local(folder)
+            open_folder(folder)
         assert f"in use by process {holder.pid} (-c, started " in str(info.value)
         assert "set MINDNET_QDRANT_URL" in str(info.value)
     finally:
@@ -461,7 +441,7 @@ def test_check_reports_an_import_stopped_mid_note(tmp_path, make_app, monkeypatc
     assert (report.broken, len(report.unfinished_notes)) == (True, 1)
     monkeypatch.undo()
     make_app().ingest()
-    assert check_index(make_app().client, "t").broken is False
+    assert check_index(make_app().store).broken is False
 
 
 def test_searches_during_a_full_rebuild_wait_for_it_instead_of_failing(sample, make_app) -> None:

@@ -18,7 +18,6 @@ from test_import_pipeline import WriteSpy
 
 from mindnet.errors import StoreLockedError
 from mindnet.indexing.report import ImportReport
-from mindnet.indexing.state import TOKEN_KEY
 from mindnet.service import Mindnet
 from mindnet.store.integrity import check_index
 
@@ -162,7 +161,7 @@ def test_an_unchanged_reimport_writes_nothing_and_reads_no_file(tmp_path, make_a
     _stamp(vault, 0)
     make_app().ingest()
     app = make_app()
-    spy = WriteSpy(app.client, monkeypatch)
+    spy = WriteSpy(app.store, monkeypatch)
     import mindnet.indexing.planning as planning
     monkeypatch.setattr(planning, "load_note", lambda *a: pytest.fail("a file was read"))
     report = app.ingest()
@@ -177,7 +176,7 @@ def test_a_manifest_that_does_not_match_the_index_is_not_trusted(tmp_path, make_
     manifest = tmp_path / "cache" / "manifest-t.json"
     app = make_app()
     if spoil == "token":      # e.g. another import wrote the index and died before storing its token
-        app.client.update_collection("t_notes", metadata={TOKEN_KEY: "other"})
+        app.store.write_token("other")
     elif spoil == "manifest":
         manifest.write_text("{not json", encoding="utf-8")
     else:
@@ -263,31 +262,31 @@ def test_random_edits_match_a_full_import(tmp_path, make_app, reference):
         _assert_same_as_full(app, report, reference)
 
 
-def test_an_unchanged_reimport_does_not_open_qdrant(tmp_path, make_app):
+def test_an_unchanged_reimport_does_not_open_the_index(tmp_path, make_app):
     vault = write_vault(tmp_path / "vault", BASE)
     _stamp(vault, 0)
     before = make_app().ingest()
     app = make_app()
     report = app.ingest()
-    assert (app.importer.client_open, "client" in app.__dict__) == (False, False)
+    assert (app.importer.store_open, app.opened) == (False, False)
     assert (report.notes, report.unchanged, report.chunks, report.edges, report.vectors_missing) == \
         (before.notes, 5, before.chunks, before.edges, 0)
     _edit(vault, "concepts/quitte.md", "# Quitte\n\nQuitten sind hart.\n")      # a change opens it
     _stamp(vault, 1)
     app = make_app()
-    assert (app.ingest().new, app.importer.client_open) == (1, True)
+    assert (app.ingest().new, app.importer.store_open) == (1, True)
 
 
-def test_chunks_without_vectors_make_the_next_import_open_qdrant_and_embed_them(tmp_path, make_app):
+def test_chunks_without_vectors_make_the_next_import_open_the_index_and_embed_them(tmp_path, make_app):
     vault = write_vault(tmp_path / "vault", BASE)
     _stamp(vault, 0)
     make_app().ingest(embed=False)             # phase 1 only, as after a kill in phase 2
     app = make_app()
     report = app.ingest()
-    assert (report.embedded_texts > 0, report.vectors_missing, app.importer.client_open) == (True, 0, True)
+    assert (report.embedded_texts > 0, report.vectors_missing, app.importer.store_open) == (True, 0, True)
     app = make_app()
     report = app.ingest()                      # now complete: nothing to open
-    assert (report.embedded_texts, app.importer.client_open) == (0, False)
+    assert (report.embedded_texts, app.importer.store_open) == (0, False)
 
 
 def test_an_unchanged_reimport_still_refuses_a_folder_another_process_holds(tmp_path, make_app):
@@ -296,8 +295,8 @@ def test_an_unchanged_reimport_still_refuses_a_folder_another_process_holds(tmp_
     first = make_app()
     first.ingest()
     first.close()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys,time\nfrom qdrant_client import QdrantClient\n"
-                               f"c=QdrantClient(path={str(tmp_path / 'qdrant')!r})\nprint('open', flush=True)\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys,time\nfrom mindnet.store.factory import open_folder\n"
+                               f"s=open_folder({str(tmp_path / 'qdrant')!r}, 't')\nprint('open', flush=True)\n"
                                "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "open"

@@ -7,12 +7,12 @@ import math
 from pathlib import Path
 
 import pytest
+from helpers_store import payloads
 from helpers_vault import fake_settings, load_types, write_types, write_vault
 
 from mindnet.retrieval.query import QueryRequest
 from mindnet.retrieval.retriever import MindnetRetriever
 from mindnet.service import Mindnet
-from mindnet.store.collections import names, scroll_points
 from mindnet.vault.index_notes import is_index_body, link_shape
 from mindnet.vault.note import parse_note
 
@@ -89,14 +89,13 @@ def test_an_imported_moc_is_flagged_damped_below_the_note_it_lists_and_explained
     app = Mindnet(settings)
     try:
         app.ingest()
-        notes = {p.payload["title"]: p.payload for p in scroll_points(app.client, names("t")["notes"],
-                                                                       fields=["title", "type", "index_note"])}
+        notes = {p["title"]: p for p in payloads(app.store, "notes", ["title", "type", "index_note"])}
         assert {t: (p["type"], p["index_note"]) for t, p in notes.items()} == {
             "Karate": ("index", True), "Kata 1": ("concept", False), "Kumite": ("concept", False)}
-        chunks = list(scroll_points(app.client, names("t")["chunks"], fields=["title", "index_note"]))
-        assert {c.payload["title"]: c.payload["index_note"] for c in chunks} == {
+        chunks = list(payloads(app.store, "chunks", ["title", "index_note"]))
+        assert {c["title"]: c["index_note"] for c in chunks} == {
             "Karate": True, "Kata 1": False, "Kumite": False}
-        retriever = MindnetRetriever.from_settings(settings, client=app.client, embed_model=app.embed_model)
+        retriever = MindnetRetriever.from_settings(settings, store=app.store, embed_model=app.embed_model)
         # the MOC names "kata" 9 times, the article 3 times: the damping keeps the article above the list
         hits = retriever.search(QueryRequest(query="kata", mode="hybrid", top_k=3)).nodes
         order = [h.node.metadata["title"] for h in hits]

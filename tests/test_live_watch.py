@@ -206,8 +206,8 @@ def test_a_save_during_a_long_embedding_is_searchable_before_the_embedding_ends(
         assert found and app.progress.as_dict()["texts_embedded"] < 41   # found before everything was embedded
         wait_for(live, 2)
         assert check_index(app.store).unembedded == 0 and vault.exists()
-        from mindnet.store.collections import DENSE, point_id
-        stored = app.client.retrieve("t_chunks", ids=[point_id("neu#c01")], with_vectors=[DENSE])
-        assert len(stored[0].vector[DENSE]) == fake_ollama.dim      # with its vector once embedded
+        from mindnet.store.collections import point_id
+        stored = app.store.retrieve("chunks", [point_id("neu#c01")], dense=True)
+        assert len(stored[0].dense) == fake_ollama.dim      # with its vector once embedded
     finally:
         live.stop()

@@ -7,7 +7,6 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import QueryFusionRetriever, VectorIndexRetriever
-from qdrant_client import QdrantClient
 from retrieval_fixtures import (
     PREFIX,
     DictEmbedding,
@@ -19,9 +18,10 @@ from retrieval_fixtures import (
     note_order,
 )
 
-from mindnet.indexing.pipeline import chunk_vector_store
 from mindnet.retrieval.scorer import MindnetScorer
+from mindnet.retrieval.vector_store import chunk_vector_store
 from mindnet.settings import ScoringWeights
+from mindnet.store.factory import TemporaryEdgeStore
 
 NOTES = [NoteSpec("idea", [at_cos(0.9)], type="concept", weight=0.6),
          NoteSpec("choice", [at_cos(0.8)], type="decision", weight=1.0),
@@ -52,10 +52,10 @@ def test_query_fusion_retriever_wraps_it() -> None:
 
 
 def test_scorer_after_a_plain_vector_retriever_reorders_by_weight() -> None:
-    client = QdrantClient(":memory:")
-    build_index(client, NOTES)
+    store = TemporaryEdgeStore(PREFIX)
+    build_index(store, NOTES)
     embed = DictEmbedding(vectors={"q": Q})
-    index = VectorStoreIndex.from_vector_store(chunk_vector_store(client, PREFIX), embed_model=embed)
+    index = VectorStoreIndex.from_vector_store(chunk_vector_store(store), embed_model=embed)
     plain = VectorIndexRetriever(index, similarity_top_k=3, embed_model=embed)
     assert note_order(plain.retrieve("q")) == ["idea", "choice", "far"]
 
@@ -68,10 +68,10 @@ def test_scorer_after_a_plain_vector_retriever_reorders_by_weight() -> None:
 
 
 def test_scorer_in_a_query_engine() -> None:
-    client = QdrantClient(":memory:")
-    build_index(client, NOTES)
+    store = TemporaryEdgeStore(PREFIX)
+    build_index(store, NOTES)
     embed = DictEmbedding(vectors={"q": Q})
-    index = VectorStoreIndex.from_vector_store(chunk_vector_store(client, PREFIX), embed_model=embed)
+    index = VectorStoreIndex.from_vector_store(chunk_vector_store(store), embed_model=embed)
     engine = index.as_query_engine(llm=MockLLM(max_tokens=5), similarity_top_k=3,
                                    node_postprocessors=[MindnetScorer()])
     response = engine.query("q")

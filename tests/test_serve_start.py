@@ -1,4 +1,4 @@
-"""`mindnet serve` starts at once: Qdrant opens and the retriever's mirrors load in the background while /health
+"""`mindnet serve` starts at once: the index opens and the link graph loads in the background while /health
 answers; the folder is opened exactly once however many threads ask; a folder another process holds is
 reported before the server starts."""
 
@@ -19,7 +19,6 @@ import mindnet.service as service_module
 from mindnet.api import create_app
 from mindnet.errors import StoreLockedError
 from mindnet.service import Mindnet
-from mindnet.store import start_file
 
 
 @pytest.fixture()
@@ -29,8 +28,6 @@ def settings(tmp_path: Path):
 
 
 def test_health_answers_while_the_index_is_still_opening(settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    # without a start file (tests/test_start_file.py has the case with one): searches wait for the index
-    start_file.start_path(Path(settings.qdrant_path), settings.collection_prefix).unlink()
     with warming_with_open_held(settings, monkeypatch) as (app, open_now):
         with TestClient(create_app(app)) as http:
             body = http.get("/health").json()
@@ -39,23 +36,23 @@ def test_health_answers_while_the_index_is_still_opening(settings, monkeypatch: 
             open_now()
             body = http.get("/health").json()
             assert body["opening"] is False and body["collections"]["chunks"] > 0
-            assert app.retriever.snapshot_status in ("loaded", "current")   # warm: mirrors ready before a search
+            assert app.retriever.graph_status in ("loaded", "current")   # warm: the graph is read before a search
 
 
 def test_the_folder_is_opened_once_however_many_threads_ask(settings, monkeypatch: pytest.MonkeyPatch) -> None:
     opened = []
-    real_open = service_module.open_client
+    real_open = service_module.open_store
 
-    def counting_open(s):
+    def counting_open(s, **kwargs):
         opened.append(threading.current_thread().name)
-        return real_open(s)
-    monkeypatch.setattr(service_module, "open_client", counting_open)
+        return real_open(s, **kwargs)
+    monkeypatch.setattr(service_module, "open_store", counting_open)
     app = Mindnet(settings)
     clients, errors = [], []
 
     def ask() -> None:
         try:
-            clients.append(app.client)
+            clients.append(app.store)
         except Exception as exc:  # noqa: BLE001 - any failure is the finding
             errors.append(exc)
     threads = [threading.Thread(target=ask) for _ in range(6)]
@@ -72,8 +69,8 @@ def test_the_folder_is_opened_once_however_many_threads_ask(settings, monkeypatc
 def test_a_folder_held_by_another_process_is_reported_before_the_server_starts(settings) -> None:
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys
-        from mindnet.store.client import open_local
-        client = open_local({str(settings.qdrant_path)!r})
+        from mindnet.store.factory import open_folder
+        store = open_folder({str(settings.qdrant_path)!r})
         print("ready", flush=True)
         sys.stdin.read()
     """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from qdrant_client import QdrantClient, models
 
 from mindnet.errors import ConfigError, QueryError
 from mindnet.indexing.sparse import (
@@ -12,9 +11,11 @@ from mindnet.indexing.sparse import (
     sparse_doc_fn,
     sparse_query_fn,
     term_index,
-    to_qdrant,
     tokenize,
 )
+from mindnet.store.collections import point_id
+from mindnet.store.engine import Point, Sparse
+from mindnet.store.factory import TemporaryEdgeStore
 
 # --------------------------------------------------------------------------- tokenizer
 
@@ -147,17 +148,6 @@ def test_invalid_parameters_raise_config_error(field: str, kwargs: dict) -> None
         SparseEncoder(**kwargs)
 
 
-def test_to_qdrant_builds_a_sparse_vector() -> None:
-    assert to_qdrant([3, 7], [0.5, 1.0]) == models.SparseVector(indices=[3, 7], values=[0.5, 1.0])
-
-
-def test_to_qdrant_rejects_mismatched_lengths() -> None:
-    with pytest.raises(QueryError, match="2 indices but 1 values"):
-        to_qdrant([3, 7], [0.5])
-
-
-# --------------------------------------------------------------------------- end to end with Qdrant
-
 DOCS = [
     "Die Entscheidung über das Budget wurde im Projekt Alpha getroffen.",
     "We decided to run the database migration on Friday.",
@@ -168,18 +158,15 @@ DOCS = [
 
 
 @pytest.fixture(scope="module")
-def qdrant() -> QdrantClient:
-    client = QdrantClient(":memory:")
-    client.create_collection(
-        "notes", vectors_config={},
-        sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)},
-    )
+def index():
+    """The documents as chunks of a real store (Qdrant Edge, IDF modifier): BM25 as a search computes it."""
+    store = TemporaryEdgeStore("t")
+    store.create(2)
     indices, values = sparse_doc_fn(DOCS)
-    client.upsert("notes", [
-        models.PointStruct(id=i, vector={"bm25": to_qdrant(idx, val)})
-        for i, (idx, val) in enumerate(zip(indices, values, strict=True))
-    ])
-    return client
+    store.upsert("chunks", [Point(point_id(str(i)), {"doc": i}, sparse=Sparse(idx, val))
+                            for i, (idx, val) in enumerate(zip(indices, values, strict=True))])
+    yield store
+    store.close()
 
 
 @pytest.mark.parametrize(("query", "expected_first"), [
@@ -188,8 +175,7 @@ def qdrant() -> QdrantClient:
     ("Welche Notizen gibt es zum Zeitplan?", 2),
     ("pruning roses", 3),
 ])
-def test_sparse_query_ranks_the_expected_note_first(qdrant: QdrantClient, query: str,
-                                                     expected_first: int) -> None:
+def test_sparse_query_ranks_the_expected_note_first(index, query: str, expected_first: int) -> None:
     (indices,), (values,) = sparse_query_fn([query])
-    points = qdrant.query_points("notes", query=to_qdrant(indices, values), using="bm25", limit=5).points
-    assert points[0].id == expected_first
+    hits = index.search_sparse(Sparse(indices, values), 5, payload=["doc"])
+    assert hits[0].payload["doc"] == expected_first

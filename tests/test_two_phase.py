@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 from fastapi.testclient import TestClient
 from helpers_store import payloads
 from helpers_ui import free_port
@@ -146,8 +147,8 @@ def test_kill_9_in_phase_2_then_a_rerun_leaves_a_correct_index(tmp_path, make_ap
                             env=_env(tmp_path, fake_ollama.url), cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + WAIT
-    # phase 1 ends with the index snapshot written; the embedding (begun beside phase 1) goes on
-    while not (tmp_path / "qdrant" / "mindnet-mindnet.snapshot.npz").exists() and time.monotonic() < deadline:
+    # phase 1 ends with the link graph's file written; the embedding (begun beside phase 1) goes on
+    while not (tmp_path / "qdrant" / "mindnet.graph.npz").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -212,10 +213,11 @@ def test_a_vector_is_not_written_onto_a_chunk_rewritten_while_it_was_embedded(tm
     assert (report.embedded_texts, report.vectors_missing) == (1, 1)   # embedded, but not written: stale
     monkeypatch.setattr(vectors.Embedder, "aembed_many", embed_many)
     assert app.fill_vectors().vectors_missing == 0
-    from mindnet.store.collections import DENSE, point_id
-    chunk = app.client.retrieve("t_chunks", ids=[point_id("a#c01")], with_payload=["text"], with_vectors=[DENSE])[0]
+    from mindnet.store.collections import point_id
+    chunk = app.store.retrieve("chunks", [point_id("a#c01")], payload=["text"], dense=True)[0]
     assert chunk.payload["text"] == "zweiter Text"
-    assert chunk.vector[DENSE] == app.embedder.cached_vectors(["A\n\nzweiter Text"])["A\n\nzweiter Text"]
+    expected = np.asarray(app.embedder.cached_vectors(["A\n\nzweiter Text"])["A\n\nzweiter Text"])
+    np.testing.assert_allclose(chunk.dense, expected / np.linalg.norm(expected), rtol=1e-6)   # stored normalised
 
 
 def test_phase_2_embeds_the_next_batch_while_it_writes_this_one(tmp_path, make_app, monkeypatch) -> None:
@@ -235,7 +237,7 @@ def test_phase_2_embeds_the_next_batch_while_it_writes_this_one(tmp_path, make_a
         began[-1].set()
         return await embed_many(self, texts, **kwargs)
 
-    update = app.client.update_vectors
+    update = app.store.set_dense
     overlapped: list[bool] = []
 
     def writing(*args, **kwargs):
@@ -250,7 +252,7 @@ def test_phase_2_embeds_the_next_batch_while_it_writes_this_one(tmp_path, make_a
         return update(*args, **kwargs)
 
     monkeypatch.setattr(vectors.Embedder, "aembed_many", recording)
-    monkeypatch.setattr(app.client, "update_vectors", writing)
+    monkeypatch.setattr(app.store, "set_dense", writing)
     report = app.fill_vectors()
     assert report.vectors_missing == 0 and len(began) == 3
     assert overlapped == [True, True, True]

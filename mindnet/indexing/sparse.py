@@ -39,7 +39,6 @@ from functools import lru_cache
 from typing import Literal
 
 import snowballstemmer
-from qdrant_client import models
 
 from mindnet.errors import ConfigError, QueryError
 
@@ -237,14 +236,6 @@ def _checked(texts: Iterable[str], field: str) -> list[str]:
         if not isinstance(text, str):
             raise QueryError(f"item {position} is {type(text).__name__}, not str", field=field)
     return items
-
-
-def to_qdrant(indices: Sequence[int], values: Sequence[float]) -> models.SparseVector:
-    """One encoded vector as a Qdrant `SparseVector`."""
-    if len(indices) != len(values):
-        raise QueryError(f"{len(indices)} indices but {len(values)} values "
-                         "(fix: pass the indices and values of one encoded vector)", field="sparse vector")
-    return models.SparseVector(indices=list(indices), values=list(values))
 
 
 DEFAULT_ENCODER = SparseEncoder()

@@ -1,6 +1,6 @@
-"""The index snapshot (mindnet.store.snapshot): written at import time, loaded at start when it is current, and
-rebuilt - never trusted - when it is missing, stale, corrupt or of another format; incremental imports keep it
-current; the mirrors built from it search exactly as the mirrors read from Qdrant."""
+"""The link graph's file (mindnet.store.graph_file): written at import time, loaded at start when it is current,
+and rebuilt - never trusted - when it is missing, stale, corrupt or of another format; incremental imports keep
+it current by patching the notes that changed, to exactly what a full build gives."""
 
 from __future__ import annotations
 
@@ -12,14 +12,11 @@ import numpy as np
 import pytest
 from fake_ollama import FakeOllama
 from helpers_vault import copy_sample_vault, fake_settings
-from mindnet.retrieval.lexical import LexicalIndex
 
-from mindnet.indexing.sparse import SparseEncoder, to_qdrant
 from mindnet.retrieval.graph import EdgeIndex, GraphStats
 from mindnet.retrieval.query import QueryRequest
 from mindnet.service import Mindnet
-from mindnet.store import snapshot
-from mindnet.store.collections import names
+from mindnet.store import graph_file as snapshot
 from mindnet.store.integrity import check_index
 
 
@@ -34,41 +31,39 @@ def app(tmp_path: Path):
 
 
 def snap_path(app: Mindnet) -> Path:
-    path = snapshot.snapshot_path(app.client, "t")
+    path = snapshot.graph_path(app.store)
     assert path is not None
     return path
 
 
 def reopen(app: Mindnet) -> snapshot.Opened:
     """Open as a new process would: nothing cached in this one."""
-    snapshot.forget(app.client, "t")
-    return snapshot.open_index(app.client, "t")
+    snapshot.forget(app.store)
+    return snapshot.open_graph(app.store)
 
 
-def same_data(a: snapshot.IndexData, b: snapshot.IndexData) -> None:
+def same_data(a: snapshot.GraphData, b: snapshot.GraphData) -> None:
     assert a.digest == b.digest
-    assert (a.note_ids, a.titles, a.chunk_pids, a.chunk_note, a.chunk_tags, a.nodes, a.kinds) == \
-        (b.note_ids, b.titles, b.chunk_pids, b.chunk_note, b.chunk_tags, b.nodes, b.kinds)
-    for name in ("sparse_ptr", "sparse_terms", "sparse_vals", "edge_src", "edge_dst", "edge_conf", "edge_kind",
-                 "in_degree", "out_degree", "pr_rel", "linked"):
+    assert (a.note_ids, a.titles, a.nodes, a.kinds) == (b.note_ids, b.titles, b.nodes, b.kinds)
+    for name in ("edge_src", "edge_dst", "edge_conf", "edge_kind", "in_degree", "out_degree", "pr_rel", "linked"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert [a.edge_payload(i) for i in range(len(a.edge_src))] == [b.edge_payload(i) for i in range(len(b.edge_src))]
 
 
-def test_the_import_writes_a_current_snapshot_that_a_new_process_loads(app: Mindnet) -> None:
+def test_the_import_writes_a_current_graph_file_that_a_new_process_loads(app: Mindnet) -> None:
     assert snap_path(app).exists()
-    assert snapshot.snapshot_status(app.client, "t") == "current"
+    assert snapshot.graph_status(app.store) == "current"
     opened = reopen(app)
     assert opened.status == "loaded"
-    same_data(opened.data, snapshot.build(app.client, "t"))
-    assert check_index(app.store).snapshot == "current"
+    same_data(opened.data, snapshot.build(app.store))
+    assert check_index(app.store).graph == "current"
 
 
-def test_the_snapshot_holds_every_link_edge_payload_as_stored(app: Mindnet) -> None:
+def test_the_graph_holds_every_link_edge_payload_as_stored(app: Mindnet) -> None:
     data = reopen(app).data
-    stored = [p.payload for p in app.client.scroll(names("t")["edges"], limit=10_000)[0]
-              if p.payload["kind"] not in snapshot.STRUCTURAL and p.payload["resolved"]
-              and p.payload["note_id"] != snapshot.note_of(p.payload["target_id"])]
+    stored = [r.payload for r in app.store.scroll("edges")
+              if r.payload["kind"] not in snapshot.STRUCTURAL and r.payload["resolved"]
+              and r.payload["note_id"] != snapshot.note_of(r.payload["target_id"])]
     assert len(stored) > 20
     by_id = {e["edge_id"]: e for e in stored}
     assert {data.edge_payload(i)["edge_id"] for i in range(len(data.edge_src))} == set(by_id)
@@ -78,16 +73,16 @@ def test_the_snapshot_holds_every_link_edge_payload_as_stored(app: Mindnet) -> N
     assert keys == sorted(keys)
 
 
-def test_a_missing_snapshot_is_rebuilt_and_written(app: Mindnet) -> None:
+def test_a_missing_graph_file_is_rebuilt_and_written(app: Mindnet) -> None:
     snap_path(app).unlink()
-    assert snapshot.snapshot_status(app.client, "t") == "missing"
+    assert snapshot.graph_status(app.store) == "missing"
     opened = reopen(app)
     assert opened.status == "rebuilt (missing)"
     assert snap_path(app).exists() and reopen(app).status == "loaded"
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "bounds", "format"])
-def test_a_corrupt_or_foreign_snapshot_is_rebuilt_never_trusted(app: Mindnet, damage: str) -> None:
+def test_a_corrupt_or_foreign_graph_file_is_rebuilt_never_trusted(app: Mindnet, damage: str) -> None:
     path = snap_path(app)
     good = snapshot.load(path)
     if damage == "truncate":
@@ -99,7 +94,7 @@ def test_a_corrupt_or_foreign_snapshot_is_rebuilt_never_trusted(app: Mindnet, da
         raw[info.header_offset + 200] ^= 0xFF
         path.write_bytes(bytes(raw))
     elif damage == "garbage":
-        path.write_bytes(b"not a snapshot")
+        path.write_bytes(b"not a graph file")
     elif damage == "bounds":           # well-formed file, impossible content (an edge to node 10**6)
         good.edge_dst = good.edge_dst.copy()
         good.edge_dst[0] = 10**6
@@ -111,17 +106,17 @@ def test_a_corrupt_or_foreign_snapshot_is_rebuilt_never_trusted(app: Mindnet, da
             snapshot.save(good, path)
         finally:
             snapshot.FORMAT = monkey
-    assert snapshot.snapshot_status(app.client, "t") in ("corrupt", "stale", "current")
-    with pytest.raises(snapshot.SnapshotError):
+    assert snapshot.graph_status(app.store) in ("corrupt", "stale", "current")
+    with pytest.raises(snapshot.GraphFileError):
         snapshot.load(path)
     opened = reopen(app)
     assert opened.status == ("rebuilt (other format)" if damage == "format" else opened.status)
     assert opened.status.startswith("rebuilt (corrupt" if damage != "format" else "rebuilt (other format")
-    same_data(opened.data, snapshot.build(app.client, "t"))
+    same_data(opened.data, snapshot.build(app.store))
     assert reopen(app).status == "loaded"
 
 
-def test_a_stale_snapshot_is_patched_or_rebuilt_with_what_the_index_now_holds(
+def test_a_stale_graph_file_is_patched_or_rebuilt_with_what_the_index_now_holds(
         app: Mindnet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     old = tmp_path / "old.npz"
     shutil.copy(snap_path(app), old)
@@ -129,22 +124,22 @@ def test_a_stale_snapshot_is_patched_or_rebuilt_with_what_the_index_now_holds(
     note.write_text("---\ntitle: Zebrafisch\n---\nDer Zebrafisch verweist auf [[Qdrant]].\n", encoding="utf-8")
     app.ingest()
     shutil.copy(old, snap_path(app))          # the index moved on; the file is the old one
-    assert snapshot.snapshot_status(app.client, "t") == "stale"
+    assert snapshot.graph_status(app.store) == "stale"
     opened = reopen(app)
     assert opened.status == "patched"                 # one new note: its rows are read, the rest kept
     assert "Zebrafisch" in opened.data.titles
-    assert canonical(opened.data) == canonical(snapshot.build(app.client, "t"))
+    assert canonical(opened.data) == canonical(snapshot.build(app.store))
     assert reopen(app).status == "loaded"             # and written
     shutil.copy(old, snap_path(app))
-    monkeypatch.setattr("mindnet.store.snapshot_patch.PATCH_MIN", 0)
-    monkeypatch.setattr("mindnet.store.snapshot_patch.PATCH_SHARE", 0.0)
+    monkeypatch.setattr(snapshot, "PATCH_MIN", 0)
+    monkeypatch.setattr(snapshot, "PATCH_SHARE", 0.0)
     opened = reopen(app)
     assert opened.status == "rebuilt (stale)"         # too much changed for a patch: read everything
-    same_data(opened.data, snapshot.build(app.client, "t"))
+    same_data(opened.data, snapshot.build(app.store))
 
 
-def test_an_incremental_import_leaves_a_current_snapshot_and_the_search_sees_it(app: Mindnet, tmp_path: Path
-                                                                                ) -> None:
+def test_an_incremental_import_leaves_a_current_graph_file_and_the_search_sees_it(app: Mindnet, tmp_path: Path
+                                                                                  ) -> None:
     request = QueryRequest(query="Zebrafisch Aquarium", mode="hybrid", top_k=3)
     assert app.retriever.search(request).nodes[0].node.metadata["title"] != "Zebrafisch"
     before = snapshot.load(snap_path(app)).digest
@@ -154,50 +149,45 @@ def test_an_incremental_import_leaves_a_current_snapshot_and_the_search_sees_it(
     report = app.ingest()
     assert report.new == 1
     assert snapshot.load(snap_path(app)).digest != before
-    assert snapshot.snapshot_status(app.client, "t") == "current"
+    assert snapshot.graph_status(app.store) == "current"
     hit = app.retriever.search(request).nodes[0].node.metadata
     assert hit["title"] == "Zebrafisch"
-    assert app.retriever.snapshot_status == "current"      # adopted from the import, not read again
-    note.unlink()                                           # a deletion too
+    assert app.retriever.graph_status == "current"      # adopted from the import, not read again
+    note.unlink()                                        # a deletion too
     app.ingest()
-    assert snapshot.snapshot_status(app.client, "t") == "current"
+    assert snapshot.graph_status(app.store) == "current"
     assert "Zebrafisch" not in reopen(app).data.titles
 
 
 def test_an_unchanged_reimport_does_not_rebuild(app: Mindnet, monkeypatch: pytest.MonkeyPatch) -> None:
     built = []
     monkeypatch.setattr(snapshot, "build", lambda *a: built.append(a))
-    snapshot.forget(app.client, "t")
+    snapshot.forget(app.store)
     app.ingest()
-    assert built == [] and snapshot.snapshot_status(app.client, "t") == "current"
+    assert built == [] and snapshot.graph_status(app.store) == "current"
 
 
-def test_mirrors_from_the_snapshot_equal_mirrors_read_from_qdrant(app: Mindnet) -> None:
+def test_the_figures_of_the_file_equal_those_of_the_edges_read_directly(app: Mindnet) -> None:
     data = reopen(app).data
-    lexical, direct = LexicalIndex.from_data(data), LexicalIndex.load(app.client, "t")
-    assert lexical.point_ids == direct.point_ids
-    for text in ("Qdrant Vektor Datenbank", "Karate Training Plan", "hybride Suche"):
-        idx, val = SparseEncoder().encode_queries([text])
-        query = to_qdrant(idx[0], val[0])
-        np.testing.assert_allclose(lexical.scores(query), direct.scores(query), rtol=1e-6)
-    stats, edges_direct = GraphStats.from_data(data, 10.0), EdgeIndex.load(app.client, "t")
-    notes = app.client.count(names("t")["notes"]).count
-    from_edges = edges_direct.graph_stats(notes, 10.0)
+    stats = GraphStats.from_data(data, 10.0)
+    from_edges = EdgeIndex([r.payload for r in app.store.scroll("edges")]).graph_stats(app.store.count("notes"), 10.0)
     assert stats.in_degree == from_edges.in_degree and stats.out_degree == from_edges.out_degree
     assert stats.notes == from_edges.notes
     assert stats.pr_rel == pytest.approx(from_edges.pr_rel, rel=1e-9)
 
 
-def test_a_server_or_memory_index_has_no_snapshot_file() -> None:
+def test_a_server_keeps_no_graph_file() -> None:
     from qdrant_client import QdrantClient
-    client = QdrantClient(location=":memory:")
-    assert snapshot.snapshot_path(client, "t") is None
-    assert snapshot.snapshot_status(client, "t") == "none"
-    opened = snapshot.open_index(client, "t")      # no collections: an empty mirror, built in memory
-    assert (opened.status, opened.data.chunk_pids, opened.data.nodes) == ("built", [], [])
+
+    from mindnet.store.server import ServerStore
+    store = ServerStore(QdrantClient(location=":memory:"), "t")     # qdrant-client's API, as a server speaks it
+    assert snapshot.graph_path(store) is None
+    assert snapshot.graph_status(store) == "none"
+    opened = snapshot.open_graph(store)      # no collections: an empty graph, built in memory
+    assert (opened.status, opened.data.note_ids, opened.data.nodes) == ("built", [], [])
 
 
-def test_the_snapshot_file_is_replaced_atomically(app: Mindnet, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_graph_file_is_replaced_atomically(app: Mindnet, monkeypatch: pytest.MonkeyPatch) -> None:
     path = snap_path(app)
     before = path.read_bytes()
 
@@ -211,12 +201,11 @@ def test_the_snapshot_file_is_replaced_atomically(app: Mindnet, monkeypatch: pyt
     assert snapshot.read_meta(path)["format"] == snapshot.FORMAT     # the old file, whole
 
 
-def canonical(d: snapshot.IndexData) -> dict:
-    """The snapshot's content independent of node numbering (a patch appends nodes, a build numbers afresh)."""
+def canonical(d: snapshot.GraphData) -> dict:
+    """The graph's content independent of node numbering and note order (a patch appends nodes, a build numbers
+    afresh)."""
     return {
-        "notes": list(zip(d.note_ids, d.titles, d.note_fps, d.note_ehs, strict=True)),
-        "chunks": (d.chunk_pids, d.chunk_ids, d.chunk_note, d.chunk_type, d.chunk_path, d.chunk_tags,
-                   d.chunk_weight.tolist(), d.sparse_ptr.tolist(), d.sparse_terms.tolist(), d.sparse_vals.tolist()),
+        "notes": sorted(zip(d.note_ids, d.titles, d.note_fps, d.note_ehs, strict=True)),
         "edges": [(d.nodes[s], d.nodes[t], c, d.kinds[k], d.edge_payload(i)) for i, (s, t, c, k) in
                   enumerate(zip(d.edge_src.tolist(), d.edge_dst.tolist(), d.edge_conf.tolist(),
                                 d.edge_kind.tolist(), strict=True))],
@@ -227,7 +216,7 @@ def canonical(d: snapshot.IndexData) -> dict:
 
 
 @pytest.mark.parametrize("change", ["edit", "add", "delete", "link"])
-def test_a_few_changed_notes_patch_the_snapshot_to_what_a_full_build_gives(app: Mindnet, tmp_path: Path,
+def test_a_few_changed_notes_patch_the_graph_to_what_a_full_build_gives(app: Mindnet, tmp_path: Path,
                                                                            change: str) -> None:
     vault = tmp_path / "vault"
     if change == "edit":      # new text and new links
@@ -246,9 +235,9 @@ def test_a_few_changed_notes_patch_the_snapshot_to_what_a_full_build_gives(app: 
     assert report.new + report.changed + report.deleted + report.edges_rewritten >= 1
     if change == "delete":
         assert report.edges_rewritten >= 1       # the notes linking to it: their edges alone are rewritten
-    assert snapshot.snapshot_status(app.client, "t") == "current"
+    assert snapshot.graph_status(app.store) == "current"
     patched = snapshot.load(snap_path(app))
-    assert canonical(patched) == canonical(snapshot.build(app.client, "t"))
+    assert canonical(patched) == canonical(snapshot.build(app.store))
 
 
 def test_the_import_patches_rather_than_rebuilds(app: Mindnet, tmp_path: Path,
@@ -260,18 +249,13 @@ def test_the_import_patches_rather_than_rebuilds(app: Mindnet, tmp_path: Path,
                                                                    encoding="utf-8")
     app.ingest()
     assert built == []
-    assert app.retriever.snapshot_status in ("current", "patched")
+    assert app.retriever.graph_status in ("current", "patched")
     assert "Zebrafisch" in reopen(app).data.titles
 
 
-def test_many_changed_notes_are_built_from_scratch(app: Mindnet) -> None:
-    from mindnet.store import snapshot_patch
+def test_many_changed_notes_are_built_from_scratch(app: Mindnet, monkeypatch: pytest.MonkeyPatch) -> None:
     old = reopen(app).data
-    stale = snapshot.IndexData(**{**old.__dict__, "note_fps": ["x"] * len(old.note_fps), "digest": "old"})
-    assert snapshot_patch.patch(stale, app.client, "t") is None or len(old.note_ids) <= snapshot_patch.PATCH_MIN
-    monkey = snapshot_patch.PATCH_MIN
-    try:
-        snapshot_patch.PATCH_MIN = 0
-        assert snapshot_patch.patch(stale, app.client, "t") is None       # every note changed: build instead
-    finally:
-        snapshot_patch.PATCH_MIN = monkey
+    stale = snapshot.GraphData(**{**old.__dict__, "note_fps": ["x"] * len(old.note_fps), "digest": "old"})
+    assert snapshot.patch(stale, app.store) is None or len(old.note_ids) <= snapshot.PATCH_MIN
+    monkeypatch.setattr(snapshot, "PATCH_MIN", 0)
+    assert snapshot.patch(stale, app.store) is None       # every note changed: build instead
