@@ -252,7 +252,7 @@ class Mindnet:
         if legacy and folder is not None and not report.stopped_early:
             freed = remove_legacy(folder)
             report.notices.append(f"the index was rebuilt with Qdrant Edge from the vault and the embedding cache; "
-                                  f"the old local-mode files ({freed / 1e6:.0f} MB) were removed")
+                                  f"the old local-mode files ({freed / 1e6:.1f} MB) were removed")
         if beside:     # both phases side by side: the totals over the whole run, not the sum of the phases
             report.embedding_calls = embedder.calls - calls0
             report.embedded_texts = embedder.embedded - texts0

@@ -9,16 +9,19 @@ from mindnet.api import create_app
 from mindnet.cli import main
 from mindnet.service import Mindnet
 
-HINT = "nothing to search yet: collection t_chunks does not exist; import your vault first"
+HINT = "holds no collection t_chunks; import your vault first"
 
 
-def test_cli_query_on_an_empty_index_says_to_ingest(tmp_path, fake_ollama, monkeypatch, capsys) -> None:
+def test_cli_query_without_an_index_names_the_folder_and_says_to_ingest(tmp_path, fake_ollama, monkeypatch,
+                                                                        capsys) -> None:
     for key, value in {"MINDNET_EMBEDDING": "ollama", "MINDNET_OLLAMA_URL": fake_ollama.url,
                        "MINDNET_QDRANT_PATH": str(tmp_path / "q"), "MINDNET_COLLECTION_PREFIX": "t",
                        "MINDNET_CACHE_DIR": str(tmp_path / "c"), "MINDNET_LOG_DIR": str(tmp_path / "logs")}.items():
         monkeypatch.setenv(key, value)
     assert main(["query", "Qdrant"]) == 2
-    assert HINT in " ".join(capsys.readouterr().err.split())
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"no index at {(tmp_path / 'q').resolve()}: the folder does not exist" in err
+    assert "import your vault first: `mindnet ingest [VAULT]`" in err and not (tmp_path / "q").exists()
 
 
 def test_api_query_and_chat_on_an_empty_index_answer_409(tmp_path, fake_ollama) -> None:
@@ -27,5 +30,5 @@ def test_api_query_and_chat_on_an_empty_index_answer_409(tmp_path, fake_ollama) 
         for path, body in (("/query", {"query": "Qdrant"}), ("/chat", {"message": "Was ist Qdrant?"})):
             response = client.post(path, json=body)
             assert response.status_code == 409, path
-            assert HINT in response.json()["detail"]
+            assert HINT in response.json()["detail"]      # (the API names no folder of the machine)
     app.close()

@@ -103,29 +103,3 @@ def test_body_spans_are_counted_once_and_follow_a_changed_body() -> None:
     edited = _note("b", "Gamma")
     edited.body = "only gamma here"
     assert [s[2] for s in index.body_spans(edited)] == ["gamma"]      # same id, another text: scanned again
-
-
-def test_phase_1_freezes_what_it_built_after_the_plan_and_each_batch(tmp_path, make_app, monkeypatch) -> None:
-    """The plan and each written batch are frozen (gc.freeze), so later automatic collections do not walk them
-    again; the collector itself stays on."""
-    import gc
-
-    from helpers_vault import write_vault
-
-    import mindnet.indexing.pipeline as pipeline
-    import mindnet.store.memory as memory
-
-    frozen: list[bool] = []
-    settle = pipeline.settle
-    assert settle is memory.settle
-
-    def counting() -> None:
-        before = gc.get_freeze_count()
-        settle()
-        frozen.append(gc.isenabled() and gc.get_freeze_count() >= before)
-
-    monkeypatch.setattr(pipeline, "settle", counting)
-    monkeypatch.setattr(pipeline, "BATCH_NOTES", 2)
-    write_vault(tmp_path / "vault", {f"n{i}.md": f"# N{i}\n\nsee [[N{(i + 1) % 5}]]" for i in range(5)})
-    make_app().ingest()
-    assert frozen == [True] * 4          # after the plan, then after each of the 3 batches of 2, 2 and 1 notes

@@ -15,6 +15,7 @@ import logging
 import shutil
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from mindnet.errors import DimensionMismatchError, StoreError
+from mindnet.errors import DimensionMismatchError, MindnetError, StoreError
 from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, names
 from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, StoreInfo, Where
 from mindnet.store.folder import FolderClaim, FolderMeta
@@ -111,6 +112,17 @@ class EdgeStore(Store):
     def exists(self, kind: str) -> bool:
         return kind in self._shards or (self.path(kind) / "segments").is_dir()
 
+    @contextmanager
+    def _engine(self, kind: str) -> Iterator[None]:
+        """Errors of the engine (a damaged file found while reading) as a StoreError naming the collection's
+        folder and the command that rebuilds it."""
+        try:
+            yield
+        except MindnetError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the engine raises plain Exceptions
+            raise StoreError(f"{self.path(kind)}: the {kind} collection is damaged ({exc}); {REBUILD}") from exc
+
     def _shard(self, kind: str) -> qe.EdgeShard:
         shard = self._shards.get(kind)
         if shard is not None:
@@ -120,11 +132,8 @@ class EdgeStore(Store):
         path = self.path(kind)
         if not self.exists(kind):
             raise StoreError(f"{path}: the {kind} collection does not exist; {REBUILD}")
-        try:
+        with self._engine(kind):
             shard = qe.EdgeShard.load(str(path), None)
-        except Exception as exc:  # noqa: BLE001 - the engine raises plain Exceptions; say which folder and how to fix
-            raise StoreError(f"{path}: cannot open the {kind} collection ({exc}); the folder is damaged or "
-                             f"incomplete: {REBUILD}") from exc
         self._shards[kind] = shard
         return shard
 
@@ -171,27 +180,33 @@ class EdgeStore(Store):
 
     def upsert(self, kind: str, points: Sequence[Point]) -> None:
         if points:
-            self._shard(kind).update(qe.UpdateOperation.upsert_points([_point(p) for p in points]))
+            with self._engine(kind):
+                self._shard(kind).update(qe.UpdateOperation.upsert_points([_point(p) for p in points]))
 
     def set_dense(self, kind: str, vectors: dict[str, list[float]]) -> None:
         if vectors:
-            self._shard(kind).update(qe.UpdateOperation.update_vectors(
-                [qe.PointVectors(uuid.UUID(pid), {DENSE: list(v)}) for pid, v in vectors.items()]))
+            with self._engine(kind):
+                self._shard(kind).update(qe.UpdateOperation.update_vectors(
+                    [qe.PointVectors(uuid.UUID(pid), {DENSE: list(v)}) for pid, v in vectors.items()]))
 
     def delete(self, kind: str, ids: Sequence[str]) -> None:
         if ids:
-            self._shard(kind).update(qe.UpdateOperation.delete_points([uuid.UUID(i) for i in ids]))
+            with self._engine(kind):
+                self._shard(kind).update(qe.UpdateOperation.delete_points([uuid.UUID(i) for i in ids]))
 
     def delete_where(self, kind: str, where: Where) -> None:
-        self._shard(kind).update(qe.UpdateOperation.delete_points_by_filter(edge_filter(where)))
+        with self._engine(kind):
+            self._shard(kind).update(qe.UpdateOperation.delete_points_by_filter(edge_filter(where)))
 
     def flush(self) -> None:
-        for shard in self._shards.values():
-            shard.flush()
+        for kind, shard in self._shards.items():
+            with self._engine(kind):
+                shard.flush()
 
     def optimize(self) -> None:
         if self.exists("chunks"):
-            self._shard("chunks").optimize()
+            with self._engine("chunks"):
+                self._shard("chunks").optimize()
 
     # ------------------------------------------------------------------ reading
 
@@ -199,8 +214,10 @@ class EdgeStore(Store):
                  sparse: bool = False) -> list[Record]:
         if not ids:
             return []
-        points = self._shard(kind).retrieve([uuid.UUID(i) for i in ids], _selector(payload), _vectors(dense, sparse))
-        return [_record(p) for p in points]
+        with self._engine(kind):
+            points = self._shard(kind).retrieve([uuid.UUID(i) for i in ids], _selector(payload),
+                                                _vectors(dense, sparse))
+            return [_record(p) for p in points]
 
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
                sparse: bool = False) -> Iterator[Record]:
@@ -208,15 +225,17 @@ class EdgeStore(Store):
         flt, selector, vectors = edge_filter(where), _selector(payload), _vectors(dense, sparse)
         offset = None
         while True:
-            points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=PAGE, filter=flt,
-                                                           with_payload=selector, with_vector=vectors))
+            with self._engine(kind):
+                points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=PAGE, filter=flt,
+                                                               with_payload=selector, with_vector=vectors))
             for p in points:
                 yield _record(p)
             if offset is None:
                 return
 
     def count(self, kind: str, where: Where | None = None) -> int:
-        return self._shard(kind).count(qe.CountRequest(filter=edge_filter(where), exact=True))
+        with self._engine(kind):
+            return self._shard(kind).count(qe.CountRequest(filter=edge_filter(where), exact=True))
 
     def search_dense(self, vector: Sequence[float], limit: int, where: Where | None = None, *,
                      payload: Fields = False, dense: bool = False, params: SearchParams | None = None
@@ -226,7 +245,8 @@ class EdgeStore(Store):
                                   filter=edge_filter(where), with_payload=_selector(payload),
                                   with_vector=_vectors(dense, False),
                                   params=qe.SearchParams(exact=params.exact, hnsw_ef=params.hnsw_ef))
-        return [_record(p, p.score) for p in self._shard("chunks").query(request)]
+        with self._engine("chunks"):
+            return [_record(p, p.score) for p in self._shard("chunks").query(request)]
 
     def search_sparse(self, vector: Sparse, limit: int, where: Where | None = None, *,
                       payload: Fields = False, dense: bool = False) -> list[Record]:
@@ -236,7 +256,8 @@ class EdgeStore(Store):
                                                          using=SPARSE),
                                   limit=limit, filter=edge_filter(where), with_payload=_selector(payload),
                                   with_vector=_vectors(dense, False))
-        return [_record(p, p.score) for p in self._shard("chunks").query(request) if p.score > 0]
+        with self._engine("chunks"):
+            return [_record(p, p.score) for p in self._shard("chunks").query(request) if p.score > 0]
 
     # ------------------------------------------------------------------ token, info, close
 
@@ -245,8 +266,7 @@ class EdgeStore(Store):
         return token if isinstance(token, str) and token else None
 
     def write_token(self, token: str | None) -> bool:
-        for shard in self._shards.values():     # the token vouches for what was written: make it durable first
-            shard.flush()
+        self.flush()        # the token vouches for what was written: make it durable first
         self._meta.update(self.prefix, token=token or None)
         return True
 

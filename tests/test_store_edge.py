@@ -1,0 +1,110 @@
+"""The embedded engine's folder as a user meets it: an index of an older mindnet is rebuilt once from the vault and
+the embedding cache, a damaged shard is named with the command that repairs it, a reading command creates
+nothing, and the folder keeps every note's text to its owner."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from helpers_vault import copy_sample_vault, fake_settings
+from qdrant_client import QdrantClient, models
+
+from mindnet.cli import main
+from mindnet.errors import EmptyIndexError
+from mindnet.retrieval.query import QueryRequest
+from mindnet.service import Mindnet
+from mindnet.store.folder import legacy_files
+
+
+@pytest.fixture
+def env(tmp_path: Path, fake_ollama, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The sample vault, and MINDNET_* pointing the CLI at this folder (index ./qdrant, prefix t)."""
+    copy_sample_vault(tmp_path / "vault")
+    settings = fake_settings(tmp_path, fake_ollama.url)
+    for key, value in {"EMBEDDING": "ollama", "OLLAMA_URL": fake_ollama.url, "QDRANT_PATH": settings.qdrant_path,
+                       "CACHE_DIR": settings.cache_dir, "COLLECTION_PREFIX": "t", "QDRANT_URL": "",
+                       "VAULT_ROOT": tmp_path / "vault", "LOG_DIR": tmp_path / "logs",
+                       "TYPES_CONFIG": settings.types_config}.items():
+        monkeypatch.setenv(f"MINDNET_{key}", str(value))
+    return tmp_path
+
+
+def write_local_mode_index(folder: Path) -> None:
+    """What mindnet before Qdrant Edge left: qdrant-client's local mode files, with a point in a collection."""
+    client = QdrantClient(path=str(folder))
+    client.create_collection("t_chunks", vectors_config={"text-dense": models.VectorParams(
+        size=8, distance=models.Distance.COSINE)})
+    client.upsert("t_chunks", [models.PointStruct(id=1, vector={"text-dense": [1.0] * 8}, payload={"x": 1})])
+    client.close()
+    (folder / "mindnet-t.snapshot.npz").write_bytes(b"old mirrors")
+
+
+def test_an_index_of_an_older_mindnet_is_rebuilt_once_without_embedding_again(env: Path, fake_ollama, capsys
+                                                                              ) -> None:
+    assert main(["ingest"]) == 0                      # fills the embedding cache
+    embedded = fake_ollama.count("/api/embed")
+    for path in (env / "qdrant").iterdir():           # the folder as an older mindnet left it
+        if path.is_dir():
+            __import__("shutil").rmtree(path)
+        else:
+            path.unlink()
+    write_local_mode_index(env / "qdrant")
+    assert legacy_files(env / "qdrant")
+    capsys.readouterr()
+    assert main(["query", "Qdrant"]) == 2             # a reading command says what to do, and does nothing
+    err = " ".join(capsys.readouterr().err.split())
+    assert "built by an older mindnet" in err and "run `mindnet ingest` once" in err
+    assert main(["ingest", "--json"]) == 0
+    import json
+    report = json.loads(capsys.readouterr().out)
+    assert (report["new"], report["notes"], report["embedded_texts"]) == (30, 30, 0)    # vectors from the cache
+    assert [n for n in report["notices"] if "rebuilt with Qdrant Edge" in n] and len(report["notices"]) == 1
+    assert fake_ollama.count("/api/embed") - embedded <= 1     # at most the size probe, no chunk text
+    assert legacy_files(env / "qdrant") == []                  # the old files are gone
+    assert main(["check"]) == 0 and "index OK" in capsys.readouterr().out
+    assert main(["ingest", "--json"]) == 0 and json.loads(capsys.readouterr().out)["notices"] == []
+
+
+def test_a_reading_command_creates_no_index_folder(env: Path, capsys) -> None:
+    assert main(["query", "Qdrant"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"no index at {(env / 'qdrant').resolve()}" in err and "mindnet ingest" in err
+    assert not (env / "qdrant").exists()
+
+
+@pytest.mark.parametrize("damage", ["segment state", "write-ahead log", "payload pages"])
+def test_a_damaged_shard_names_its_folder_and_a_full_import_repairs_it(env: Path, capsys, damage: str) -> None:
+    assert main(["ingest"]) == 0
+    shard = env / "qdrant" / "t_chunks"
+    segment = next((shard / "segments").iterdir())
+    target = {"segment state": segment / "segment.json", "write-ahead log": shard / "wal" / "open-1",
+              "payload pages": segment / "payload_storage" / "page_0.dat"}[damage]
+    target.write_bytes(os.urandom(64))
+    capsys.readouterr()
+    assert main(["query", "Qdrant"]) == 2             # a message, not a traceback
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{shard}: the chunks collection is damaged" in err and "mindnet ingest --full" in err
+    assert "Traceback" not in err
+    assert main(["ingest", "--full"]) == 0
+    assert main(["check"]) == 0 and "index OK" in capsys.readouterr().out
+
+
+def test_the_index_folder_and_its_files_are_private(env: Path) -> None:
+    assert main(["ingest"]) == 0
+    folder = env / "qdrant"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for name in ("mindnet.json", "mindnet.lock", "t.graph.npz"):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600, name
+
+
+def test_a_query_without_an_index_in_a_fresh_folder_says_where_it_looked(tmp_path: Path, fake_ollama) -> None:
+    settings = fake_settings(tmp_path, fake_ollama.url)
+    app = Mindnet(settings)
+    try:
+        with pytest.raises(EmptyIndexError, match=f"the index at {settings.qdrant_path}"):
+            app.query(QueryRequest(query="x"))
+    finally:
+        app.close()
