@@ -120,13 +120,15 @@ def cmd_dry_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from mindnet.indexing.integrity import check_index
     from mindnet.service import Mindnet
-    from mindnet.store.integrity import check_index
     settings = _settings(args)
     from mindnet.errors import StoreError
+    from mindnet.retrieval.graph_file import graph_status
     app = Mindnet(settings, read_only=True)
     try:
         report = check_index(app.store)
+        graph = graph_status(app.store)
     except StoreError as exc:
         if app.opened:        # a damaged index: main reports it with how to repair it
             raise
@@ -134,7 +136,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 1
     finally:
         app.close()
-    data = report.as_dict()
+    data = report.as_dict() | {"graph": graph}
     if args.json:
         console.print_json(json.dumps(data))
     else:

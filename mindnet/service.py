@@ -30,6 +30,7 @@ from mindnet.errors import EmptyIndexError, ImportRunningError, MindnetError
 from mindnet.indexing.pipeline import EmbeddingWorker, Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
+from mindnet.retrieval import graph_file
 from mindnet.retrieval.query import QueryRequest
 from mindnet.retrieval.results import hit_dict, result_dict
 from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
@@ -237,12 +238,15 @@ class Mindnet:
                     raise
                 finally:
                     self._after_import()
+                if not report.stopped_early:    # a newer run is about to write again: it writes the graph
+                    self._write_graph()
             failed: set[str] = set()
             if worker is not None:       # what phase 1 handed over, embedded to the end
                 failed = importer.beside_issues(report, worker.finish())
             if embed and not report.stopped_early and (beside or self.vectors_lock.acquire(blocking=False)):
                 try:
                     report.absorb(importer.fill(should_stop=should_stop, skip=failed))
+                    self._index_for_size(report)
                 finally:
                     if not beside:
                         self.vectors_lock.release()
@@ -305,6 +309,27 @@ class Mindnet:
         finally:
             self.index_lock.release()
         return dict(self.last_counts)
+
+    def _index_for_size(self, report: ImportReport) -> None:
+        """Past `dense.exact_below` chunks searches use HNSW (retriever.yaml): after an import that wrote, the
+        embedded engine builds it (a server does by itself)."""
+        if not self.opened or report.stopped_early or not (report.new or report.changed or report.moved):
+            return
+        with self.index_lock:
+            if self.store.count("chunks") > self.settings.retriever.dense.exact_below:
+                started = time.perf_counter()
+                self.store.optimize()
+                log.info("search index (HNSW) built in %.1f s", time.perf_counter() - started)
+
+    def _write_graph(self) -> None:
+        """The link graph's file beside an embedded index, current with what phase 1 wrote, so a server or the
+        Python API opens in seconds (`graph_file`). A run that wrote nothing finds it current (one read of the
+        note records); a run that found nothing changed without opening the index leaves it alone."""
+        if not self.opened or graph_file.graph_path(self.store) is None:
+            return
+        with self.index_lock:
+            opened = graph_file.open_graph(self.store)
+        log.info("link graph %s in %.2f s", opened.status, opened.seconds)
 
     def _after_import(self) -> None:
         if "retriever" in self.__dict__:

@@ -10,8 +10,8 @@ from retrieval_fixtures import PREFIX, NoteSpec, build_index, link, unit
 
 from mindnet.indexing.edges import Edge
 from mindnet.retrieval.graph import EdgeIndex, Subgraph, expand, note_of, personalized_pagerank
+from mindnet.retrieval.graph_file import build
 from mindnet.store.factory import TemporaryEdgeStore
-from mindnet.store.graph_file import build
 
 
 @pytest.mark.parametrize(("node_id", "note"), [("a#c01", "a"), ("dir/x y#c12", "dir/x y"), ("a", "a"),

@@ -1,4 +1,4 @@
-"""The link graph's file (mindnet.store.graph_file): written at import time, loaded at start when it is current,
+"""The link graph's file (mindnet.retrieval.graph_file): written at import time, loaded at start when it is current,
 and rebuilt - never trusted - when it is missing, stale, corrupt or of another format; incremental imports keep
 it current by patching the notes that changed, to exactly what a full build gives."""
 
@@ -13,11 +13,10 @@ import pytest
 from fake_ollama import FakeOllama
 from helpers_vault import copy_sample_vault, fake_settings
 
+from mindnet.retrieval import graph_file as snapshot
 from mindnet.retrieval.graph import EdgeIndex, GraphStats
 from mindnet.retrieval.query import QueryRequest
 from mindnet.service import Mindnet
-from mindnet.store import graph_file as snapshot
-from mindnet.store.integrity import check_index
 
 
 @pytest.fixture()
@@ -56,7 +55,7 @@ def test_the_import_writes_a_current_graph_file_that_a_new_process_loads(app: Mi
     opened = reopen(app)
     assert opened.status == "loaded"
     same_data(opened.data, snapshot.build(app.store))
-    assert check_index(app.store).graph == "current"
+    assert snapshot.graph_status(app.store) == "current"
 
 
 def test_the_graph_holds_every_link_edge_payload_as_stored(app: Mindnet) -> None:

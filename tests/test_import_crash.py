@@ -15,9 +15,9 @@ import pytest
 from helpers_process import kill_after_writes, run_child
 from helpers_vault import fake_settings, write_vault
 
+from mindnet.indexing.integrity import check_index
 from mindnet.service import Mindnet
 from mindnet.store.engine import KINDS
-from mindnet.store.integrity import check_index
 
 BEFORE = {
     "a.md": "# Alpha\n\nAlpha plans with [[Beta]] and [[Gamma]].",    # [[Beta]] is unresolved at first

@@ -15,11 +15,11 @@ from llama_index.core import VectorStoreIndex
 from llama_index.embeddings.ollama import OllamaEmbedding
 
 from mindnet.errors import DimensionMismatchError, EmbeddingError, StoreLockedError, VaultError
+from mindnet.indexing.integrity import check_index
 from mindnet.retrieval.vector_store import chunk_vector_store
 from mindnet.service import Mindnet
 from mindnet.store.engine import KINDS
 from mindnet.store.factory import open_folder
-from mindnet.store.integrity import check_index
 from mindnet.vault.note import path_note_id
 
 EMBED = "/api/embed"

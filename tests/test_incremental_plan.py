@@ -17,9 +17,9 @@ from helpers_vault import fake_settings, write_types, write_vault
 from test_import_pipeline import WriteSpy
 
 from mindnet.errors import StoreLockedError
+from mindnet.indexing.integrity import check_index
 from mindnet.indexing.report import ImportReport
 from mindnet.service import Mindnet
-from mindnet.store.integrity import check_index
 
 OLD = 1_700_000_000   # files get mtimes in the past, so the import trusts an unchanged stat (not "racy")
 

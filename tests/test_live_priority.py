@@ -13,9 +13,9 @@ from helpers_vault import write_types, write_vault
 from test_incremental_plan import BASE, _assert_same_as_full, _edit, _stamp, reference  # noqa: F401 - fixture
 from test_live_watch import note
 
+from mindnet.indexing.integrity import check_index
 from mindnet.live import LiveIndex
 from mindnet.retrieval.query import QueryRequest
-from mindnet.store.integrity import check_index
 
 WAIT = 90   # generous: the machine is shared; latencies are measured by bench_live, not asserted here
 BULK = {f"bulk/n{i:03d}.md": f"# N{i}\n\ntext {i} über die Amsel\n" for i in range(70)}

@@ -14,8 +14,8 @@ from helpers_store import payloads
 from helpers_vault import write_types, write_vault
 
 from mindnet.api import create_app
+from mindnet.indexing.integrity import check_index
 from mindnet.live import LiveIndex
-from mindnet.store.integrity import check_index
 
 WAIT = 60   # generous: the machine is shared; the latency itself is measured by bench_live, not asserted here
 

@@ -22,12 +22,13 @@ from helpers_store import payloads
 from helpers_vault import copy_sample_vault, fake_settings
 from qdrant_client import QdrantClient
 
+from mindnet.indexing.integrity import check_index
+from mindnet.retrieval.graph_file import graph_status
 from mindnet.retrieval.query import QueryRequest
 from mindnet.retrieval.retriever import MindnetRetriever
 from mindnet.service import Mindnet
 from mindnet.store.collections import CollectionLayout
 from mindnet.store.engine import KINDS
-from mindnet.store.integrity import check_index
 from mindnet.store.server import ServerStore
 
 SERVER_URL = os.environ.get("MINDNET_TEST_QDRANT_URL")
@@ -106,7 +107,7 @@ def test_edge_imports_the_sample_vault_into_a_consistent_index(edge) -> None:
     assert (edge.report.notes, edge.report.chunks, edge.report.edges) == (30, 88, 434)
     assert [edge.store.count(k) for k in KINDS] == [30, 88, 434]
     check = check_index(edge.store)
-    assert not check.broken and check.unembedded == 0 and check.graph == "current"
+    assert not check.broken and check.unembedded == 0 and graph_status(edge.store) == "current"
 
 
 def test_every_engine_holds_the_same_points(edge, target) -> None:

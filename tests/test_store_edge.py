@@ -108,3 +108,30 @@ def test_a_query_without_an_index_in_a_fresh_folder_says_where_it_looked(tmp_pat
             app.query(QueryRequest(query="x"))
     finally:
         app.close()
+
+
+def test_past_the_exact_size_the_engine_builds_its_search_index_and_searches_use_it(tmp_path: Path, fake_ollama,
+                                                                                   monkeypatch) -> None:
+    from mindnet.store.edge import EdgeStore
+    from mindnet.store.engine import SearchParams
+    retriever_yaml = tmp_path / "retriever.yaml"
+    retriever_yaml.write_text("dense:\n  exact_below: 50\n  hnsw_ef: 64\n", encoding="utf-8")
+    copy_sample_vault(tmp_path / "vault")
+    built, searched = [], []
+    monkeypatch.setattr(EdgeStore, "optimize", lambda self: built.append(self.count("chunks")))
+    real = EdgeStore.search_dense
+
+    def search(self, vector, limit, where=None, **kwargs):
+        searched.append(kwargs.get("params"))
+        return real(self, vector, limit, where, **kwargs)
+    monkeypatch.setattr(EdgeStore, "search_dense", search)
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url, retriever_config=retriever_yaml))
+    try:
+        assert app.ingest().chunks == 88
+        assert built == [88]                                   # 88 chunks > 50: the HNSW index is built
+        hits = app.query(QueryRequest(query="Qdrant"))["hits"]
+        assert hits and searched[-1] == SearchParams(exact=False, hnsw_ef=64)
+        app.ingest()
+        assert built == [88]                                   # nothing written: nothing to index again
+    finally:
+        app.close()

@@ -19,8 +19,8 @@ from helpers_ui import free_port
 from helpers_vault import write_vault
 
 from mindnet.api import create_app
+from mindnet.indexing.integrity import check_index
 from mindnet.retrieval.query import QueryRequest
-from mindnet.store.integrity import check_index
 
 WAIT = 90
 

@@ -16,8 +16,8 @@ from helpers_store import payloads
 from helpers_vault import TYPES_YAML, fake_settings, write_vault
 
 from mindnet.errors import VaultError
+from mindnet.indexing.integrity import check_index
 from mindnet.service import Mindnet
-from mindnet.store.integrity import check_index
 from mindnet.vault.note import read_note
 from mindnet.vault.scan import scan_vault
 

@@ -56,7 +56,6 @@ from mindnet.indexing.state import IndexState, NoteEntry, new_token
 from mindnet.indexing.vectors import FillReport, VectorFeed, afeed_vectors, afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
-from mindnet.store import graph_file
 from mindnet.store.engine import Point, Store, Where
 from mindnet.store.folder import FolderClaim, held_by_other, read_token
 from mindnet.vault.note import Note
@@ -433,8 +432,6 @@ class Importer:
             if worker is not None:
                 worker.feed.close()
         self.progress.end_notes()
-        if not report.stopped_early:      # a newer run is about to write again: it writes the graph file
-            self._write_graph()
         skip: set[str] = set()
         if worker is not None:
             skip = self.beside_issues(report, await asyncio.to_thread(worker.finish))
@@ -514,7 +511,6 @@ class Importer:
                 dim = self._dim = await self.embedder.aprobe_dim()
                 with self.lock:
                     self.store.drop()
-                    graph_file.forget(self.store)
             with self.lock:
                 complete = self.store.complete()
             stored = before if complete else {}
@@ -668,16 +664,6 @@ class Importer:
         # notes are unwritten marks the others for new edges (`IndexState.save`)
         state.dirty.clear()
         return state
-
-    def _write_graph(self) -> None:
-        """The link graph's file beside an embedded index, current with what phase 1 wrote (`graph_file`), so a
-        server or the Python API opens in seconds. A run that wrote nothing finds it current (one read of the
-        note records) and leaves it; a run that found nothing changed without opening the index leaves it too."""
-        if not self.store_open or graph_file.graph_path(self.store) is None:
-            return
-        with self.lock:
-            opened = graph_file.open_graph(self.store)
-        log.info("link graph %s in %.2f s", opened.status, opened.seconds)
 
     async def _phase2(self, report: ImportReport, *, progress: Progress | None,
                       should_stop: Callable[[], bool] | None, skip: set[str] | frozenset = frozenset()) -> None:

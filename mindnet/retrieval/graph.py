@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
+from mindnet.retrieval.graph_file import GraphData, graph_figures, pagerank
 from mindnet.store.collections import edge_as, kind_label, label_kinds
-from mindnet.store.graph_file import GraphData, graph_figures, pagerank
 
 CHUNK_ID = re.compile(r"^(?P<note>.+)#c\d{2,}$")
 STRUCTURAL = {"belongs_to", "next", "prev"}
@@ -285,7 +285,7 @@ def _strength(e: dict) -> tuple[float, str]:
 class EdgeIndex:
     """The resolved links between different notes as CSR adjacency by note index: for each note its outgoing
     and its incoming edge rows, strongest first, so an expansion takes a slice per frontier note and caps it
-    without sorting. Built from the link graph (`from_data`, `mindnet.store.graph_file`) or from edge payloads
+    without sorting. Built from the link graph (`from_data`, `mindnet.retrieval.graph_file`) or from edge payloads
     (`EdgeIndex(edges)`). Reading a hop's edges from the edges collection by a filter costs tens of milliseconds
     per hop at 970,000 edges; here it is an array lookup.
     """

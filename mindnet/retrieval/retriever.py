@@ -36,6 +36,7 @@ from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError
 from mindnet.indexing.sparse import SparseEncoder, text_language
 from mindnet.retrieval.graph import FanOut, GraphStats, LinkGraph, Subgraph, expand
+from mindnet.retrieval.graph_file import open_graph
 from mindnet.retrieval.intent import type_vocabulary
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
@@ -45,7 +46,6 @@ from mindnet.settings import RetrieverConfig, Settings
 from mindnet.store.collections import BRIEF_FIELDS, WITHOUT_DENSE
 from mindnet.store.engine import Record, SearchParams, Sparse, Store, Where
 from mindnet.store.factory import needs_rebuild, open_location, open_store
-from mindnet.store.graph_file import open_graph
 
 log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
@@ -258,7 +258,7 @@ class MindnetRetriever(BaseRetriever):
 
     def _require_index(self) -> None:
         if not self.store.exists("chunks"):
-            where = self.store.info().location
+            where = self.store.location
             reason = needs_rebuild(self.store.folder, self.prefix) if self.store.folder is not None else None
             raise EmptyIndexError(reason or f"nothing to search yet: the index at {where} holds no collection "
                                             f"{self.prefix}_chunks; import your vault first (`mindnet ingest "
@@ -458,7 +458,7 @@ class MindnetRetriever(BaseRetriever):
         if not cands:
             return
         by_id = {c.point_id: c for c in cands}
-        restrict = Where.points(list(by_id)).and_(flt)
+        restrict = Where(ids=tuple(by_id)).and_(flt)
         for sv, top in zip(sparse_queries, lexical_max, strict=True):
             if top <= 0:
                 continue

@@ -15,6 +15,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
 from mindnet.retrieval.graph import GraphStats, LinkGraph, Subgraph, expand, note_of
+from mindnet.retrieval.graph_file import open_graph
 from mindnet.retrieval.scoring import (
     EdgeRef,
     GraphEvidence,
@@ -26,7 +27,6 @@ from mindnet.retrieval.scoring import (
 )
 from mindnet.settings import RetrieverConfig, ScoringWeights, shipped_retriever
 from mindnet.store.engine import Store
-from mindnet.store.graph_file import open_graph
 
 SEMANTIC_KEY = "mindnet_semantic"      # set by MindnetRetriever: {"semantic", "dense", "lexical", "via_graph"}
 RESULT_KEYS = ["score_breakdown", "explanation", SEMANTIC_KEY]

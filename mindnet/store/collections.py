@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from mindnet.errors import DimensionMismatchError
 from mindnet.store.engine import Where
 
 DENSE = "text-dense"
@@ -51,6 +52,17 @@ def folders_of(path: str) -> list[str]:
 
 # chunks whose dense vector is not there yet (phase 1 of an import wrote them, phase 2 embeds them)
 WITHOUT_DENSE = Where(without=DENSE)
+
+
+def vector_names(dense: bool, sparse: bool) -> list[str] | bool:
+    """The vectors a read asks for (False: none)."""
+    return [name for name, on in ((DENSE, dense), (SPARSE, sparse)) if on] or False
+
+
+def dimension_error(prefix: str, existing: int, dim: int) -> DimensionMismatchError:
+    return DimensionMismatchError(
+        f"collection {prefix}_chunks holds {existing}-d vectors but the embedding model gives {dim}-d; the "
+        f"embedding model changed: run `mindnet ingest --full` to rebuild the index")
 
 
 def edge_kinds(payload: dict) -> list[str]:

@@ -16,16 +16,15 @@ import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
 
-from mindnet.errors import DimensionMismatchError, MindnetError, StoreError
-from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, names
-from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, StoreInfo, Where
+from mindnet.errors import MindnetError, StoreError
+from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, dimension_error, names, vector_names
+from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, Where
 from mindnet.store.folder import FolderClaim, FolderMeta
 
 log = logging.getLogger(__name__)
@@ -36,13 +35,6 @@ SCHEMAS = {"keyword": qe.PayloadSchemaType.Keyword, "bool": qe.PayloadSchemaType
 REBUILD = "`mindnet ingest --full` rebuilds it from the vault and the embedding cache"
 
 
-def engine_version() -> str:
-    try:
-        return version("qdrant-edge-py")
-    except PackageNotFoundError:      # pragma: no cover - installed without metadata
-        return "?"
-
-
 def edge_filter(where: Where | None) -> qe.Filter | None:
     """mindnet's `Where` as a Qdrant Edge filter."""
     if where is None or where.empty:
@@ -50,11 +42,10 @@ def edge_filter(where: Where | None) -> qe.Filter | None:
     must: list[Any] = [_field(k, v) for k, v in where.match]
     if where.ids is not None:
         must.append(qe.HasIdCondition(set(where.ids)))
-    should = [_field(k, v) for k, v in where.either] or None
     must_not: list[Any] = [_field(k, v) for k, v in where.exclude]
     if where.without:
         must_not.append(qe.HasVectorCondition(where.without))
-    return qe.Filter(must=must or None, should=should, must_not=must_not or None)
+    return qe.Filter(must=must or None, must_not=must_not or None)
 
 
 def _field(key: str, values: tuple[Any, ...]) -> qe.FieldCondition:
@@ -66,11 +57,6 @@ def _field(key: str, values: tuple[Any, ...]) -> qe.FieldCondition:
 
 def _selector(payload: Fields) -> bool | list[str]:
     return payload if isinstance(payload, bool) else list(payload)
-
-
-def _vectors(dense: bool, sparse: bool) -> bool | list[str]:
-    wanted = [name for name, on in ((DENSE, dense), (SPARSE, sparse)) if on]
-    return wanted or False
 
 
 def _record(point: Any, score: float = 0.0) -> Record:
@@ -97,6 +83,7 @@ class EdgeStore(Store):
 
     def __init__(self, folder: Path | str, prefix: str = "mindnet", *, create: bool = True) -> None:
         self.folder = Path(folder).expanduser()
+        self.location = str(self.folder)
         self.prefix = prefix
         self._claim = FolderClaim.take(self.folder, create=create)
         self._meta = FolderMeta(self.folder)
@@ -140,9 +127,7 @@ class EdgeStore(Store):
     def create(self, dim: int) -> None:
         existing = self.dim()
         if existing is not None and existing != dim:
-            raise DimensionMismatchError(
-                f"collection {self._names['chunks']} holds {existing}-d vectors but the embedding model gives "
-                f"{dim}-d; the embedding model changed: run `mindnet ingest --full` to rebuild the index")
+            raise dimension_error(self.prefix, existing, dim)
         for kind in KINDS:
             if self.exists(kind):
                 continue
@@ -216,13 +201,13 @@ class EdgeStore(Store):
             return []
         with self._engine(kind):
             points = self._shard(kind).retrieve([uuid.UUID(i) for i in ids], _selector(payload),
-                                                _vectors(dense, sparse))
+                                                vector_names(dense, sparse))
             return [_record(p) for p in points]
 
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
                sparse: bool = False) -> Iterator[Record]:
         shard = self._shard(kind)
-        flt, selector, vectors = edge_filter(where), _selector(payload), _vectors(dense, sparse)
+        flt, selector, vectors = edge_filter(where), _selector(payload), vector_names(dense, sparse)
         offset = None
         while True:
             with self._engine(kind):
@@ -243,7 +228,7 @@ class EdgeStore(Store):
         params = params or SearchParams()
         request = qe.QueryRequest(query=qe.Query.Nearest(list(map(float, vector)), using=DENSE), limit=limit,
                                   filter=edge_filter(where), with_payload=_selector(payload),
-                                  with_vector=_vectors(dense, False),
+                                  with_vector=vector_names(dense, False),
                                   params=qe.SearchParams(exact=params.exact, hnsw_ef=params.hnsw_ef))
         with self._engine("chunks"):
             return [_record(p, p.score) for p in self._shard("chunks").query(request)]
@@ -255,7 +240,7 @@ class EdgeStore(Store):
         request = qe.QueryRequest(query=qe.Query.Nearest(qe.SparseVector(list(vector.indices), list(vector.values)),
                                                          using=SPARSE),
                                   limit=limit, filter=edge_filter(where), with_payload=_selector(payload),
-                                  with_vector=_vectors(dense, False))
+                                  with_vector=vector_names(dense, False))
         with self._engine("chunks"):
             return [_record(p, p.score) for p in self._shard("chunks").query(request) if p.score > 0]
 
@@ -269,10 +254,6 @@ class EdgeStore(Store):
         self.flush()        # the token vouches for what was written: make it durable first
         self._meta.update(self.prefix, token=token or None)
         return True
-
-    def info(self) -> StoreInfo:
-        return StoreInfo(engine="qdrant-edge", location=str(self.folder), version=engine_version(),
-                         details={"shards": {k: str(self.path(k)) for k in KINDS}})
 
     def close(self) -> None:
         if self._closed:

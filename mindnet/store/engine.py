@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +59,11 @@ class Record:
 
 @dataclass(frozen=True)
 class Where:
-    """A filter, the same on both engines (every field it names has a payload index):
-
-    - `match`: each (key, values): the payload field holds one of the values; all of them must hold;
-    - `either`: at least one of these (key, values) holds (an edge stands for a kind by `kind` or `kinds`);
-    - `exclude`: none of these (key, values) holds;
-    - `ids`: only these point ids;
-    - `without`: only points that have no vector of this name (chunks not embedded yet)."""
+    """A filter, the same on both engines (every field it names has a payload index): each `match` (key, values)
+    holds one of the values, no `exclude` (key, values) does, the id is one of `ids`, and the point has no
+    vector named `without` (chunks not embedded yet)."""
 
     match: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-    either: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     exclude: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     ids: tuple[str, ...] | None = None
     without: str | None = None
@@ -82,25 +77,16 @@ class Where:
         """`Where.fields(type=[...], tags=[...])`: every non-empty list must match (empty lists are skipped)."""
         return cls(match=tuple((k, tuple(v)) for k, v in values.items() if v))
 
-    @classmethod
-    def points(cls, ids: Sequence[str]) -> Where:
-        return cls(ids=tuple(ids))
-
     def and_(self, other: Where | None) -> Where:
         if other is None:
             return self
-        if self.ids is not None and other.ids is not None:
-            ids: tuple[str, ...] | None = tuple(set(self.ids) & set(other.ids))
-        else:
-            ids = self.ids if self.ids is not None else other.ids
-        if self.either and other.either:
-            raise ValueError("two 'either' groups cannot be combined into one filter")
-        return Where(match=self.match + other.match, either=self.either or other.either,
-                     exclude=self.exclude + other.exclude, ids=ids, without=self.without or other.without)
+        ids = self.ids if other.ids is None else other.ids if self.ids is None else \
+            tuple(set(self.ids) & set(other.ids))
+        return Where(self.match + other.match, self.exclude + other.exclude, ids, self.without or other.without)
 
     @property
     def empty(self) -> bool:
-        return not (self.match or self.either or self.exclude) and self.ids is None and self.without is None
+        return not (self.match or self.exclude) and self.ids is None and self.without is None
 
 
 @dataclass
@@ -111,21 +97,12 @@ class SearchParams:
     hnsw_ef: int | None = None
 
 
-@dataclass
-class StoreInfo:
-    """What `mindnet check` and `/health` show about the engine."""
-
-    engine: str                     # "qdrant-edge" | "qdrant-server"
-    location: str                   # the folder or the URL
-    version: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-
-
 class Store(ABC):
     """One mindnet index (three collections of one prefix) in one engine. Not thread-safe by itself: mindnet
     serialises its use through `Mindnet.index_lock` (imports and searches take turns step by step)."""
 
     prefix: str
+    location: str                   # where the index is, for messages: the folder or the server's URL
     folder: Path | None = None      # the index folder of an embedded store (None: a server)
 
     # ------------------------------------------------------------------ collections
@@ -210,14 +187,5 @@ class Store(ABC):
     # ------------------------------------------------------------------ the rest
 
     @abstractmethod
-    def info(self) -> StoreInfo: ...
-
-    @abstractmethod
     def close(self) -> None:
         """Release the engine (an embedded folder can then be opened by another process)."""
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -6,7 +6,7 @@
     <folder>/mindnet.json          per collection prefix: the import token (`mindnet.indexing.state`) and the
                                    chunks' vector size
     <folder>/<prefix>_notes/ ...   one Qdrant Edge shard per collection (`mindnet.store.edge`)
-    <folder>/<prefix>.graph.npz    the link graph beside them (`mindnet.store.graph_file`)
+    <folder>/<prefix>.graph.npz    the link graph beside them (`mindnet.retrieval.graph_file`)
 
 The lock is mindnet's own (Qdrant Edge also refuses a second opener of a shard, with a bare "WouldBlock"), so
 the folder can be claimed before any shard is opened and the holder is named. A process opens the folder once;
@@ -150,12 +150,6 @@ class FolderClaim:
             os.close(held.fd)
 
 
-def claimed(folder: Path) -> bool:
-    """Whether this process holds `folder`."""
-    with _claims_lock:
-        return str(Path(folder).resolve()) in _claims
-
-
 def _make_private_dir(folder: Path) -> None:
     """The folder and its missing parents, readable by the owner only (the index holds every note's text)."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -232,11 +226,6 @@ class FolderMeta:
                 entry[key] = value
         data["format"] = META_FORMAT
         write_json(self.path, data)
-
-    def forget(self, prefix: str) -> None:
-        data = self.read()
-        if data["prefixes"].pop(prefix, None) is not None:
-            write_json(self.path, data)
 
 
 def read_token(folder: Path, prefix: str) -> str | None:

@@ -17,9 +17,17 @@ import numpy as np
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from mindnet.errors import DimensionMismatchError, StoreError
-from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, CollectionLayout, names
-from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, StoreInfo, Where
+from mindnet.errors import StoreError
+from mindnet.store.collections import (
+    DENSE,
+    PAYLOAD_INDEXES,
+    SPARSE,
+    CollectionLayout,
+    dimension_error,
+    names,
+    vector_names,
+)
+from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, Where
 
 log = logging.getLogger(__name__)
 PAGE = 2000
@@ -34,11 +42,10 @@ def server_filter(where: Where | None) -> qm.Filter | None:
     must: list[Any] = [_field(k, v) for k, v in where.match]
     if where.ids is not None:
         must.append(qm.HasIdCondition(has_id=list(where.ids)))
-    should = [_field(k, v) for k, v in where.either] or None
     must_not: list[Any] = [_field(k, v) for k, v in where.exclude]
     if where.without:
         must_not.append(qm.HasVectorCondition(has_vector=where.without))
-    return qm.Filter(must=must or None, should=should, must_not=must_not or None)
+    return qm.Filter(must=must or None, must_not=must_not or None)
 
 
 def _field(key: str, values: tuple[Any, ...]) -> qm.FieldCondition:
@@ -47,11 +54,6 @@ def _field(key: str, values: tuple[Any, ...]) -> qm.FieldCondition:
 
 def _selector(payload: Fields) -> bool | qm.PayloadSelectorInclude:
     return payload if isinstance(payload, bool) else qm.PayloadSelectorInclude(include=list(payload))
-
-
-def _vectors(dense: bool, sparse: bool) -> bool | list[str]:
-    wanted = [name for name, on in ((DENSE, dense), (SPARSE, sparse)) if on]
-    return wanted or False
 
 
 def _record(point: Any, score: float = 0.0) -> Record:
@@ -104,9 +106,7 @@ class ServerStore(Store):
     def create(self, dim: int) -> None:
         existing = self.dim()
         if existing is not None and existing != dim:
-            raise DimensionMismatchError(
-                f"collection {self._names['chunks']} holds {existing}-d vectors but the embedding model gives "
-                f"{dim}-d; the embedding model changed: run `mindnet ingest --full` to rebuild the index")
+            raise dimension_error(self.prefix, existing, dim)
         spread = self.layout.create_args()
         if existing is None:
             self.client.create_collection(
@@ -170,12 +170,12 @@ class ServerStore(Store):
         if not ids:
             return []
         points = self.client.retrieve(self._names[kind], ids=list(ids), with_payload=_selector(payload),
-                                      with_vectors=_vectors(dense, sparse))
+                                      with_vectors=vector_names(dense, sparse))
         return [_record(p) for p in points]
 
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
                sparse: bool = False) -> Iterator[Record]:
-        flt, selector, vectors = server_filter(where), _selector(payload), _vectors(dense, sparse)
+        flt, selector, vectors = server_filter(where), _selector(payload), vector_names(dense, sparse)
         offset = None
         while True:
             points, offset = self.client.scroll(self._names[kind], scroll_filter=flt, limit=PAGE, offset=offset,
@@ -194,7 +194,7 @@ class ServerStore(Store):
         params = params or SearchParams()
         hits = self.client.query_points(self._names["chunks"], query=list(map(float, vector)), using=DENSE,
                                         query_filter=server_filter(where), limit=limit,
-                                        with_payload=_selector(payload), with_vectors=_vectors(dense, False),
+                                        with_payload=_selector(payload), with_vectors=vector_names(dense, False),
                                         search_params=qm.SearchParams(exact=params.exact, hnsw_ef=params.hnsw_ef))
         return [_record(p, p.score) for p in hits.points]
 
@@ -205,7 +205,7 @@ class ServerStore(Store):
         hits = self.client.query_points(self._names["chunks"], using=SPARSE, limit=limit,
                                         query=qm.SparseVector(indices=list(vector.indices), values=list(vector.values)),
                                         query_filter=server_filter(where), with_payload=_selector(payload),
-                                        with_vectors=_vectors(dense, False))
+                                        with_vectors=vector_names(dense, False))
         return [_record(p, p.score) for p in hits.points if p.score > 0]
 
     # ------------------------------------------------------------------ token, info, close
@@ -228,10 +228,6 @@ class ServerStore(Store):
         except Exception as exc:  # noqa: BLE001 - see read_token
             log.info("cannot write the import token of %s: %s", self._names["notes"], exc)
             return False
-
-    def info(self) -> StoreInfo:
-        return StoreInfo(engine="qdrant-server", location=self.location,
-                         details={"layout": self.layout.create_args()})
 
     def close(self) -> None:
         self.client.close()

@@ -1,4 +1,4 @@
-"""Graph integrity of an index: what `mindnet check` reports."""
+"""Integrity of what the import wrote (notes list their chunks and edges, write-ahead records): `mindnet check`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from mindnet.store.collections import WITHOUT_DENSE
 from mindnet.store.engine import KINDS, Store
-from mindnet.store.graph_file import graph_status
 from mindnet.store.server import ServerStore
 
 
@@ -24,8 +23,6 @@ class IntegrityReport:
     missing_collections: list[str] = field(default_factory=list)
     missing_indexes: list[str] = field(default_factory=list)
     unembedded: int = 0        # chunks without their dense vector yet: not broken, the next import adds them
-    graph: str = "none"        # the link graph's file: current | stale | missing | corrupt (rebuilt when opened,
-                               # never trusted) | none (a Qdrant server keeps it in memory)
 
     @property
     def broken(self) -> bool:
@@ -38,12 +35,11 @@ class IntegrityReport:
                 "orphan_chunks": self.orphan_chunks, "missing_chunks": self.missing_chunks,
                 "unlisted": self.unlisted, "unfinished_notes": self.unfinished_notes,
                 "missing_collections": self.missing_collections, "missing_indexes": self.missing_indexes,
-                "unembedded": self.unembedded, "graph": self.graph}
+                "unembedded": self.unembedded}
 
 
 def check_index(store: Store) -> IntegrityReport:
-    """Read every note, chunk and edge once (only the fields the checks need) and cross-check them; also say
-    whether the link graph's file is current."""
+    """Read every note, chunk and edge once (only the fields the checks need) and cross-check them."""
     report = IntegrityReport()
     report.missing_collections = [f"{store.prefix}_{k}" for k in KINDS if not store.exists(k)]
     if report.missing_collections:
@@ -84,5 +80,4 @@ def check_index(store: Store) -> IntegrityReport:
             report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
     report.missing_indexes = store.missing_indexes() if isinstance(store, ServerStore) else []
     report.unembedded = store.count("chunks", WITHOUT_DENSE)
-    report.graph = graph_status(store)
     return report
