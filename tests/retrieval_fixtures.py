@@ -121,7 +121,8 @@ def build_index(store: Store, notes: Sequence[NoteSpec], edges: Sequence[Edge] =
     store.upsert("chunks", chunk_points(nodes, {n.node_id: list(n.embedding or []) for n in nodes}))
     store.upsert("notes", [Point(point_id(s.note_id), {
         "note_id": s.note_id, "title": s.the_title, "type": s.type, "path": s.the_path, "tags": s.tags,
-        "retriever_weight": s.weight}) for s in notes])
+        "retriever_weight": s.weight, "lang": s.lang,
+        "chunk_ids": [chunk_id(s.note_id, i + 1) for i in range(len(s.vectors))]}) for s in notes])
     store.upsert("edges", [Point(point_id(e.edge_id), e.payload()) for e in edges])
 
 

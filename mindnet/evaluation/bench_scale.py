@@ -206,7 +206,8 @@ def _worker(queries_file: Path) -> int:
 
 
 def _du_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2 ** 20 if path.exists() else 0.0
+    # blocks in use (the engine preallocates its write-ahead log and pages as sparse files)
+    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file()) / 2 ** 20 if path.exists() else 0.0
 
 
 def measure(notes: int, work: Path, *, seed: int, queries: int, log=lambda s: None) -> dict[str, Any]:

@@ -307,7 +307,7 @@ class Importer:
             "updated": int(n.mtime), "fulltext": n.body,
             "frontmatter": n.frontmatter, "fingerprint": p.fingerprint, "edges_hash": p.edges_hash,
             "chunk_ids": [x.node_id for x in p.nodes], "edge_ids": [e.edge_id for e in p.edges],
-            "embedding_model": self.embedder.key,
+            "embedding_model": self.embedder.key, "lang": p.nodes[0].metadata.get("lang", "") if p.nodes else "",
         }
 
     def _write_notes(self, planned: list[PlannedNote], pending: dict[str, dict | None] | None = None) -> None:

@@ -448,13 +448,28 @@ def expand(edge_index: EdgeIndex, seed_ids: Iterable[str], depth: int, edge_type
 
 @dataclass
 class LinkGraph:
-    """What a search needs of the graph: the adjacency, the vault-wide figures and every note's title."""
+    """What a search needs of the graph: the adjacency, the vault-wide figures, every note's title, and for a note
+    the graph reaches its chunks and the fields ranking needs (so scoring it reads no payload)."""
 
     index: EdgeIndex
     stats: GraphStats
     titles: dict[str, str]
+    notes: dict[str, dict] = field(default_factory=dict)      # note id -> its meta (graph_file.note_meta)
+    chunk_of: dict[str, tuple[str, str]] = field(default_factory=dict)   # point id -> (note id, chunk id)
 
     @classmethod
     def from_data(cls, data: GraphData, hub_degree: float = 10.0, chance: float = 0.0) -> LinkGraph:
+        notes = dict(zip(data.note_ids, data.note_meta, strict=True))
+        chunk_of = {pid: (nid, cid) for nid, meta in notes.items() for cid, pid in meta["chunks"]}
         return cls(EdgeIndex.from_data(data), GraphStats.from_data(data, hub_degree, chance),
-                   dict(zip(data.note_ids, data.titles, strict=True)))
+                   dict(zip(data.note_ids, data.titles, strict=True)), notes, chunk_of)
+
+    def brief_payload(self, point_id: str) -> dict | None:
+        """A chunk's ranking fields (what `collections.BRIEF_FIELDS` reads from its payload), or None."""
+        if point_id not in self.chunk_of:
+            return None
+        nid, cid = self.chunk_of[point_id]
+        meta = self.notes[nid]
+        return {"chunk_id": cid, "note_id": nid, "title": self.titles.get(nid, ""), "type": meta["type"],
+                "path": meta["path"], "tags": meta["tags"], "retriever_weight": meta["retriever_weight"],
+                "lang": meta["lang"]}

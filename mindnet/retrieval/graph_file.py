@@ -41,9 +41,12 @@ from mindnet.store.collections import kind_label, label_kinds, point_id
 from mindnet.store.engine import Store, Where
 
 log = logging.getLogger(__name__)
-FORMAT = 4                          # bump when the arrays change shape or meaning (4: the graph alone)
+FORMAT = 5                          # bump when the arrays change shape or meaning (5: the notes' chunks and fields)
 STRUCTURAL = ("belongs_to", "next", "prev")
-NOTE_FIELDS = ["note_id", "title", "fingerprint", "edges_hash"]
+# what a note record tells the graph: identity and version, and what ranking needs of a note the graph reaches
+# (every chunk of a note carries the same values)
+NOTE_FIELDS = ["note_id", "title", "fingerprint", "edges_hash", "chunk_ids", "type", "path", "tags",
+               "retriever_weight", "lang"]
 EDGE_COLUMNS = ("edge_id", "source_id", "target_id", "rule_id", "scope", "target_text", "extra")
 _KNOWN = {"edge_id", "source_id", "target_id", "rule_id", "scope", "target_text", "kind", "kinds", "confidence",
           "note_id", "resolved"}
@@ -198,6 +201,7 @@ class GraphData:
     titles: list[str]
     note_fps: list[str]             # each note record's fingerprint and edges hash: what a patch compares
     note_ehs: list[str]
+    note_meta: list[dict]           # per note: its chunks [[chunk id, point id], ...] and ranking fields
     # graph: nodes are every note and every edge end
     nodes: list[str]
     edge_src: np.ndarray            # int32 node index of the note defining the edge
@@ -232,6 +236,14 @@ class GraphData:
         if extra:
             payload.update(json.loads(extra))
         return payload
+
+
+def note_meta(record: dict) -> dict:
+    """What ranking needs of a note the graph reaches, from its record: its chunks and the fields they share."""
+    return {"chunks": [[c, point_id(c)] for c in record.get("chunk_ids") or []],
+            "type": str(record.get("type") or ""), "path": str(record.get("path") or ""),
+            "tags": list(record.get("tags") or []), "retriever_weight": float(record.get("retriever_weight", 1.0)),
+            "lang": str(record.get("lang") or "")}
 
 
 def note_records(store: Store, fields: list[str] | None = None) -> list[dict]:
@@ -303,6 +315,7 @@ def build(store: Store) -> GraphData:
     data = GraphData(
         digest=digest, note_ids=note_ids, titles=[str(p.get("title", "")) for p in notes],
         note_fps=[str(p.get("fingerprint", "")) for p in notes], note_ehs=[str(p.get("edges_hash", "")) for p in notes],
+        note_meta=[note_meta(p) for p in notes],
         nodes=nodes, edge_src=src, edge_dst=dst, edge_conf=conf, edge_kind=kind, kinds=kinds, edge_columns=packed,
         in_degree=in_deg, out_degree=out_deg, pr_rel=pr_rel, linked=linked, counts=counts)
     log.info("link graph built: %d notes, %d link edges in %.2f s", len(note_ids), len(conf),
@@ -326,6 +339,7 @@ def patch(old: GraphData, store: Store) -> GraphData | None:
     notes changed, or the counts moved without any note record changing). Equals a full build."""
     started = time.perf_counter()
     notes = note_records(store, [*NOTE_FIELDS, "edge_ids"])
+    old_meta = dict(zip(old.note_ids, old.note_meta, strict=True))
     digest, counts = index_digest(store, notes)
     if digest == old.digest:
         return old
@@ -364,7 +378,9 @@ def patch(old: GraphData, store: Store) -> GraphData | None:
     data = GraphData(
         digest=digest, note_ids=list(now), titles=[str(p.get("title", "")) for p in now.values()],
         note_fps=[str(p.get("fingerprint", "")) for p in now.values()],
-        note_ehs=[str(p.get("edges_hash", "")) for p in now.values()], nodes=nodes, edge_src=src, edge_dst=dst,
+        note_ehs=[str(p.get("edges_hash", "")) for p in now.values()],
+        note_meta=[old_meta[n] if n in old_meta and n not in touched else note_meta(p) for n, p in now.items()],
+        nodes=nodes, edge_src=src, edge_dst=dst,
         edge_conf=conf, edge_kind=kind, kinds=kinds, edge_columns=packed, in_degree=in_deg, out_degree=out_deg,
         pr_rel=pr_rel, linked=linked, counts=counts)
     log.info("link graph patched: %d notes changed, %d edges read in %.2f s", len(touched), count,
@@ -393,7 +409,7 @@ def save(data: GraphData, path: Path) -> None:
     arrays = {
         "meta": _json_array(meta),
         "strings": _json_array({"note_ids": data.note_ids, "titles": data.titles, "note_fps": data.note_fps,
-                                "note_ehs": data.note_ehs, "nodes": data.nodes}),
+                                "note_ehs": data.note_ehs, "note_meta": data.note_meta, "nodes": data.nodes}),
         "edge_src": data.edge_src, "edge_dst": data.edge_dst, "edge_conf": data.edge_conf,
         "edge_kind": data.edge_kind, **columns,
         "in_degree": data.in_degree, "out_degree": data.out_degree, "pr_rel": data.pr_rel, "linked": data.linked,
@@ -437,7 +453,8 @@ def load(path: Path) -> GraphData:
         s = json.loads(arrays["strings"].tobytes())
         data = GraphData(
             digest=meta["digest"], note_ids=s["note_ids"], titles=s["titles"], note_fps=s["note_fps"],
-            note_ehs=s["note_ehs"], nodes=s["nodes"], edge_src=arrays["edge_src"], edge_dst=arrays["edge_dst"],
+            note_ehs=s["note_ehs"], note_meta=s["note_meta"], nodes=s["nodes"], edge_src=arrays["edge_src"],
+            edge_dst=arrays["edge_dst"],
             edge_conf=arrays["edge_conf"], edge_kind=arrays["edge_kind"], kinds=meta["kinds"],
             edge_columns={name: PackedStrings(arrays[f"col_{name}_blob"], arrays[f"col_{name}_offsets"])
                           for name in EDGE_COLUMNS},
@@ -468,7 +485,7 @@ def _validate(d: GraphData, path: Path) -> None:
         problems.append("edge kinds out of bounds")
     if any(len(a) != nodes for a in (d.in_degree, d.out_degree, d.pr_rel, d.linked)):
         problems.append("graph figures out of shape")
-    if not (len(d.note_ids) == len(d.titles) == len(d.note_fps) == len(d.note_ehs)):
+    if not (len(d.note_ids) == len(d.titles) == len(d.note_fps) == len(d.note_ehs) == len(d.note_meta)):
         problems.append("note columns differ in length")
     if problems:
         raise GraphFileError(f"{path}: inconsistent graph file: {'; '.join(problems)}")

@@ -502,29 +502,33 @@ class MindnetRetriever(BaseRetriever):
     def _graph_candidates(self, subgraph: Subgraph, cands: dict[str, Candidate], flt: Where | None,
                           dense_vecs: list[np.ndarray], sparse_queries: list[Sparse], lexical_max: list[float]
                           ) -> list[Candidate]:
-        """The best chunk of every note reached only through the graph, scored against the query: every chunk of
-        those notes is read with its vector (one filtered scroll), and the first of the highest dense + lexical
+        """The best chunk of every note reached only through the graph, scored against the query. The engine
+        scores every chunk of those notes (a dense search restricted to them per query vector; the chunks not
+        embedded yet by a filtered read), returning ids and scores only: the graph knows each chunk's note and
+        ranking fields, so no payload is read until a hit is shown. The first of the highest dense + lexical
         per note is kept."""
         have = {c.payload.get("note_id") for c in cands.values()}
         # past the cap, the notes most central to the hits come first
         new_notes = sorted(subgraph.notes - have, key=lambda n: (-subgraph.centrality_bonus(n), n))[
             : self.config.expand.max_nodes]
-        if not new_notes:
+        graph = self._link_graph()
+        ids = tuple(pid for n in new_notes for _, pid in graph.notes.get(n, {}).get("chunks", ()))
+        if not ids:
             return []
-        where = Where.field("note_id", *new_notes).and_(flt)
-        found = [Candidate(r.id, r.payload, _unit(r.dense) if r.dense is not None else None, via_graph=True,
-                           embedded=r.dense is not None, brief=True)
-                 for r in self.store.scroll("chunks", where, payload=BRIEF_FIELDS, dense=True)]
-        with_vec = [c for c in found if c.vector is not None]
-        if with_vec:
-            sims = np.stack([c.vector for c in with_vec]) @ np.stack(dense_vecs).T
-            for c, best in zip(with_vec, sims.max(axis=1).tolist(), strict=True):
-                c.dense = float(best)
+        where = Where(ids=ids).and_(flt)
+        dense: dict[str, float] = {}
+        for vec in dense_vecs:
+            for r in self.store.search_dense(vec, len(ids), where, params=self._dense_params()):
+                dense[r.id] = max(dense.get(r.id, -1.0), float(r.score))
+        unembedded = [r.id for r in self.store.scroll("chunks", where.and_(WITHOUT_DENSE), payload=False)] \
+            if self._coverage()[0] else []      # phase 2 has not embedded them yet: keywords and links only
+        found = [Candidate(pid, graph.brief_payload(pid) or {}, None, dense=dense.get(pid, 0.0), via_graph=True,
+                           embedded=pid in dense, brief=True) for pid in sorted({*dense, *unembedded})]
         self._lexical_scores(found, sparse_queries, lexical_max, None)
         best: dict[str, Candidate] = {}
-        for c in sorted(found, key=lambda c: c.point_id):    # ties: the same chunk on both engines
+        for c in found:         # in point-id order: ties go to the same chunk on both engines
             nid = c.payload.get("note_id")
-            if nid not in best or (c.dense + c.lexical) > (best[nid].dense + best[nid].lexical):
+            if nid is not None and (nid not in best or (c.dense + c.lexical) > (best[nid].dense + best[nid].lexical)):
                 best[nid] = c
         return list(best.values())
 
