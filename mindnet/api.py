@@ -31,9 +31,11 @@ from mindnet.errors import (
     InputTooLargeError,
     LLMUnavailableError,
     MindnetError,
+    NoteChangedError,
     NoteNotFoundError,
     QueryError,
     StoreLockedError,
+    VaultWriteError,
 )
 from mindnet.retrieval.query import QueryRequest
 from mindnet.security import SecurityMiddleware, SecurityPolicy
@@ -45,7 +47,7 @@ log = logging.getLogger(__name__)
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
     EmptyIndexError: 409, ImportRunningError: 409, IndexOpeningError: 503, InputTooLargeError: 413,
-    NoteNotFoundError: 404,
+    NoteNotFoundError: 404, NoteChangedError: 409, VaultWriteError: 507,
 }
 
 
@@ -188,6 +190,9 @@ class DraftRequest(BaseModel):
     markdown: str
     note_type: str = Field(max_length=200)
     overwrite: StrictBool = False
+    replaces: str | None = Field(None, pattern="^[0-9a-f]{64}$", description=(
+        "with overwrite: the version of the note this draft replaces, as the 409 answer gave it (conflict.version); "
+        "a note that changed since is refused with 409"))
 
 
 def _add_chat_routes(app: FastAPI) -> None:
@@ -214,15 +219,21 @@ def _add_chat_routes(app: FastAPI) -> None:
 
     @app.post("/drafts")
     async def drafts(request: DraftRequest) -> Any:
+        """Save a draft as a new note (409 with both texts and the note's version when one is in the way), or with
+        `overwrite` and `replaces` over that version (backup in the answer); a failed write is a 507 and leaves
+        nothing behind."""
         try:
             return await app.state.mindnet.asave_draft(request.markdown, request.note_type,
-                                                      overwrite=request.overwrite)
-        except DraftError as exc:
-            status = 409 if isinstance(exc, DraftConflictError) else 422
+                                                      overwrite=request.overwrite, replaces=request.replaces)
+        except (DraftError, VaultWriteError) as exc:
             s = app.state.mindnet.settings
-            return JSONResponse(status_code=status, content={
-                "error": "DraftError", "detail": public_text(str(exc), s),
-                "path": public_text(exc.path, s) if exc.path else exc.path})
+            status = 507 if isinstance(exc, VaultWriteError) else 409 if isinstance(exc, DraftConflictError) else 422
+            body: dict[str, Any] = {"error": "VaultWriteError" if status == 507 else "DraftError",
+                                    "detail": public_text(str(exc), s),
+                                    "path": public_text(exc.path, s) if exc.path else exc.path}
+            if isinstance(exc, DraftConflictError) and exc.conflict is not None:
+                body["conflict"] = exc.conflict
+            return JSONResponse(status_code=status, content=body)
 
 
 async def ended_stream(events: AsyncIterator[ChatEvent], settings: Settings) -> AsyncIterator[ChatEvent]:
