@@ -27,6 +27,15 @@ def escape(text: object) -> str:
     return _MD_PUNCT.sub(r"\\\1", out).replace("\n", " ")
 
 
+def code_span(text: object) -> str:
+    """`text` as one inline code span, whatever backticks it contains."""
+    value = " ".join(str(text if text is not None else "").split())
+    longest = max((len(m) for m in _BACKTICKS.findall(value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
 def code_block(text: str, info: str = "text") -> str:
     """A fenced block that shows `text` verbatim, whatever backticks it contains."""
     longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)

@@ -1,12 +1,16 @@
 // Interview draft editor (Chainlit custom element). Props: draft_id, markdown, note_type, title, warnings,
-// status ("editing" | "saved" | "discarded" | "error"), detail. The text typed here is
+// status ("editing" | "saved" | "discarded" | "error" | "conflict"), detail, conflict. The text typed here is
 // - kept in this browser (localStorage "mindnet.draft") at every keystroke, so a reload or a closed tab loses
 //   nothing: the page script (public/mindnet.js) hands it back to the server, which reopens the editor;
 // - sent to the server session (action draft_update) while typing, and kept in the element's props on blur,
 //   so switching to the chat and back never loses it.
-// Save / Download / Discard send the current text along. Below the text, link suggestions (Save & Analyze,
-// action draft_analyze) follow the text as it is typed (debounced): "Link" turns the mention into a wikilink,
-// "Edge" appends a `> [!edge] KIND: [[X]]` line, "Dismiss" hides it. They only change the draft's text.
+// Save / Download / Discard send the current text along. When a note of that name is in the vault (status
+// "conflict"), its text (props.conflict.existing) and the draft are shown side by side; the chat message below
+// offers Overwrite (that version of the note, kept as a backup), a new name or Cancel, and "Start from the vault's
+// text" puts the note's text into the editor to merge by hand. Below the text, link
+// suggestions (Save & Analyze, action draft_analyze) follow the text as it is typed (debounced): "Link" turns the
+// mention into a wikilink, "Edge" appends a `> [!edge] KIND: [[X]]` line, "Dismiss" hides it. They only change the
+// draft's text.
 import { useEffect, useRef, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Textarea } from "@/components/ui/textarea";
@@ -29,7 +33,8 @@ export default function DraftEditor() {
   const [busy, setBusy] = useState(false);
   const timer = useRef(null);
   const status = props.status || "editing";
-  const editable = status === "editing" || status === "error";
+  const editable = status === "editing" || status === "error" || status === "conflict";
+  const conflict = status === "conflict" ? props.conflict : null;
 
   const keep = (value) => {
     try {
@@ -95,6 +100,13 @@ export default function DraftEditor() {
     setSuggestions({ ...suggestions, links: (suggestions.links || []).filter((x) => x.note_id !== s.note_id) });
     analyze(value);
   };
+  const startFromVault = () => {
+    const value = conflict.existing || "";
+    setText(value);
+    keep(value);
+    store(value);
+    analyze(value);
+  };
   const shown = suggestions && !suggestions.error
     ? (suggestions.links || []).filter((s) => !dismissed.includes(s.note_id)) : [];
 
@@ -114,12 +126,37 @@ export default function DraftEditor() {
         {props.title} · {props.note_type}
         {status === "saved" && <span data-testid="draft-status"> · saved to {props.detail}</span>}
         {status === "discarded" && <span data-testid="draft-status"> · discarded</span>}
-        {status === "error" && <span data-testid="draft-status"> · not saved: {props.detail}</span>}
+        {(status === "error" || status === "conflict") && (
+          <span data-testid="draft-status"> · not saved: {props.detail}</span>
+        )}
       </div>
       {(props.warnings || []).length > 0 && (
         <ul className="text-xs text-muted-foreground list-disc pl-4">
           {props.warnings.map((w, i) => <li key={i}>{w}</li>)}
         </ul>
+      )}
+      {conflict && (
+        <div className="text-xs" data-testid="draft-conflict"
+          style={{ display: "grid", gridTemplateColumns: "repeat(auto-fit, minmax(16rem, 1fr))", gap: "0.5rem" }}>
+          <div className="flex flex-col gap-1 min-w-0">
+            <div className="font-medium">In the vault now: {conflict.path}</div>
+            <pre data-testid="conflict-existing"
+              className="whitespace-pre-wrap break-words font-mono bg-muted rounded p-2 max-h-72 overflow-auto">
+              {conflict.existing ?? "(the note is gone: deleted or moved since)"}
+            </pre>
+          </div>
+          <div className="flex flex-col gap-1 min-w-0">
+            <div className="font-medium">Your draft</div>
+            <pre data-testid="conflict-draft"
+              className="whitespace-pre-wrap break-words font-mono bg-muted rounded p-2 max-h-72 overflow-auto">
+              {text}
+            </pre>
+          </div>
+          {conflict.existing != null && (
+            <Button size="sm" variant="outline" className="w-fit" data-testid="conflict-take" disabled={busy}
+              onClick={startFromVault}>Start from the vault's text</Button>
+          )}
+        </div>
       )}
       <Textarea
         data-testid="draft-text"
