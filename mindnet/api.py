@@ -96,13 +96,14 @@ def public_text(text: str, settings: Settings) -> str:
 def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: str | None = None) -> FastAPI:
     """The HTTP API; with `ui`, the Chainlit chat is mounted at /ui (once per process) and / redirects there.
 
-    Every route, the mounted chat included, sits behind `SecurityMiddleware` (Host, Origin, token, JSON bodies);
-    `bind_host` is the address `mindnet serve` listens on (a name given there is an allowed Host)."""
-    app = FastAPI(title="mindnet", description="Graph-aware retrieval and chat over a Markdown vault")
+    Every route, the mounted chat included, sits behind `SecurityMiddleware` (Host, Origin, token, JSON bodies,
+    Content-Security-Policy); `bind_host` is the address `mindnet serve` listens on (a name given there is an
+    allowed Host). `/docs` and `/redoc` exist with MINDNET_API_DOCS=true (`mindnet.api_docs`)."""
+    # FastAPI's own /docs and /redoc load from public CDNs: mindnet serves its own, from this machine, on request
+    app = FastAPI(title="mindnet", description="Graph-aware retrieval and chat over a Markdown vault",
+                  docs_url=None, redoc_url=None)
     app.state.mindnet = mindnet or Mindnet.from_env()
     settings = app.state.mindnet.settings
-    app.add_middleware(SecurityMiddleware, policy=SecurityPolicy.from_settings(
-        settings, bind_host=bind_host, ui_path="/ui" if ui else None))
 
     @app.exception_handler(MindnetError)
     async def _mindnet_error(_: Request, exc: MindnetError) -> JSONResponse:
@@ -168,9 +169,15 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
 
     _add_chat_routes(app)
     _add_analyze_routes(app)
+    if settings.api_docs:
+        from mindnet.api_docs import add_api_docs
+        add_api_docs(app)
+    shell_scripts: frozenset[str] = frozenset()
     if ui:
         from mindnet.ui.mount import mount_ui
-        mount_ui(app, app.state.mindnet, path="/ui")
+        shell_scripts = mount_ui(app, app.state.mindnet, path="/ui")
+    app.add_middleware(SecurityMiddleware, policy=SecurityPolicy.from_settings(
+        settings, bind_host=bind_host, ui_path="/ui" if ui else None, ui_script_hashes=shell_scripts))
     return app
 
 
