@@ -138,7 +138,7 @@ def test_overwrite_without_a_version_is_refused(vault: Path) -> None:
 
 
 def test_overwrite_of_a_note_deleted_since_is_refused(vault: Path) -> None:
-    with pytest.raises(DraftConflictError, match="deleted or moved") as err:
+    with pytest.raises(DraftConflictError, match="no note at this path to replace") as err:
         save_draft(draft(), vault_root=vault, folder=None, overwrite=True, replaces=version_of(b"old"))
     assert (err.value.conflict["existing"], err.value.conflict["version"]) == (None, None)
     assert not (vault / "Gemüsegarten.md").exists()

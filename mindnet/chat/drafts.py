@@ -125,7 +125,8 @@ def _replace(root: Path, path: Path, content: bytes, replaces: str | None) -> Pa
     except NoteChangedError as exc:
         gone = exc.current is None
         raise _conflict(root, path, content, exc.current, "changed",
-                        "the note was deleted or moved since it was shown; nothing was written" if gone else
+                        "there is no note at this path to replace (deleted or moved since it was shown, or the "
+                        "draft's title changed); nothing was written" if gone else
                         "the note changed since it was shown; nothing was written",
                         "save it as a new note" if gone else "compare both texts, then overwrite with the version "
                         "in this answer or save under a new name") from exc
