@@ -31,9 +31,11 @@ from mindnet.errors import (
     InputTooLargeError,
     LLMUnavailableError,
     MindnetError,
+    NoteChangedError,
     NoteNotFoundError,
     QueryError,
     StoreLockedError,
+    VaultWriteError,
 )
 from mindnet.retrieval.query import QueryRequest
 from mindnet.security import SecurityMiddleware, SecurityPolicy
@@ -45,7 +47,7 @@ log = logging.getLogger(__name__)
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
     EmptyIndexError: 409, ImportRunningError: 409, IndexOpeningError: 503, InputTooLargeError: 413,
-    NoteNotFoundError: 404,
+    NoteNotFoundError: 404, NoteChangedError: 409, VaultWriteError: 507,
 }
 
 
@@ -94,13 +96,14 @@ def public_text(text: str, settings: Settings) -> str:
 def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: str | None = None) -> FastAPI:
     """The HTTP API; with `ui`, the Chainlit chat is mounted at /ui (once per process) and / redirects there.
 
-    Every route, the mounted chat included, sits behind `SecurityMiddleware` (Host, Origin, token, JSON bodies);
-    `bind_host` is the address `mindnet serve` listens on (a name given there is an allowed Host)."""
-    app = FastAPI(title="mindnet", description="Graph-aware retrieval and chat over a Markdown vault")
+    Every route, the mounted chat included, sits behind `SecurityMiddleware` (Host, Origin, token, JSON bodies,
+    Content-Security-Policy); `bind_host` is the address `mindnet serve` listens on (a name given there is an
+    allowed Host). `/docs` and `/redoc` exist with MINDNET_API_DOCS=true (`mindnet.api_docs`)."""
+    # FastAPI's own /docs and /redoc load from public CDNs: mindnet serves its own, from this machine, on request
+    app = FastAPI(title="mindnet", description="Graph-aware retrieval and chat over a Markdown vault",
+                  docs_url=None, redoc_url=None)
     app.state.mindnet = mindnet or Mindnet.from_env()
     settings = app.state.mindnet.settings
-    app.add_middleware(SecurityMiddleware, policy=SecurityPolicy.from_settings(
-        settings, bind_host=bind_host, ui_path="/ui" if ui else None))
 
     @app.exception_handler(MindnetError)
     async def _mindnet_error(_: Request, exc: MindnetError) -> JSONResponse:
@@ -166,9 +169,15 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
 
     _add_chat_routes(app)
     _add_analyze_routes(app)
+    if settings.api_docs:
+        from mindnet.api_docs import add_api_docs
+        add_api_docs(app)
+    shell_scripts: frozenset[str] = frozenset()
     if ui:
         from mindnet.ui.mount import mount_ui
-        mount_ui(app, app.state.mindnet, path="/ui")
+        shell_scripts = mount_ui(app, app.state.mindnet, path="/ui")
+    app.add_middleware(SecurityMiddleware, policy=SecurityPolicy.from_settings(
+        settings, bind_host=bind_host, ui_path="/ui" if ui else None, ui_script_hashes=shell_scripts))
     return app
 
 
@@ -188,6 +197,9 @@ class DraftRequest(BaseModel):
     markdown: str
     note_type: str = Field(max_length=200)
     overwrite: StrictBool = False
+    replaces: str | None = Field(None, pattern="^[0-9a-f]{64}$", description=(
+        "with overwrite: the version of the note this draft replaces, as the 409 answer gave it (conflict.version); "
+        "a note that changed since is refused with 409"))
 
 
 def _add_chat_routes(app: FastAPI) -> None:
@@ -214,15 +226,21 @@ def _add_chat_routes(app: FastAPI) -> None:
 
     @app.post("/drafts")
     async def drafts(request: DraftRequest) -> Any:
+        """Save a draft as a new note (409 with both texts and the note's version when one is in the way), or with
+        `overwrite` and `replaces` over that version (backup in the answer); a failed write is a 507 and leaves
+        nothing behind."""
         try:
             return await app.state.mindnet.asave_draft(request.markdown, request.note_type,
-                                                      overwrite=request.overwrite)
-        except DraftError as exc:
-            status = 409 if isinstance(exc, DraftConflictError) else 422
+                                                      overwrite=request.overwrite, replaces=request.replaces)
+        except (DraftError, VaultWriteError) as exc:
             s = app.state.mindnet.settings
-            return JSONResponse(status_code=status, content={
-                "error": "DraftError", "detail": public_text(str(exc), s),
-                "path": public_text(exc.path, s) if exc.path else exc.path})
+            status = 507 if isinstance(exc, VaultWriteError) else 409 if isinstance(exc, DraftConflictError) else 422
+            body: dict[str, Any] = {"error": "VaultWriteError" if status == 507 else "DraftError",
+                                    "detail": public_text(str(exc), s),
+                                    "path": public_text(exc.path, s) if exc.path else exc.path}
+            if isinstance(exc, DraftConflictError) and exc.conflict is not None:
+                body["conflict"] = exc.conflict
+            return JSONResponse(status_code=status, content=body)
 
 
 async def ended_stream(events: AsyncIterator[ChatEvent], settings: Settings) -> AsyncIterator[ChatEvent]:

@@ -285,7 +285,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
     mindnet.live = LiveIndex(mindnet, watch=not args.no_watch).start(catch_up=not args.no_import)
     following = "watching the vault" if not args.no_watch else "not watching the vault (--no-watch)"
-    console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, API docs: /docs); {following}")
+    docs = "API docs: /docs" if mindnet.settings.api_docs else "API schema: /openapi.json, docs with MINDNET_API_DOCS=1"
+    console.print(f"mindnet serving on http://{args.host}:{port}  (chat: /ui, {docs}); {following}")
     # uvicorn stops gracefully on SIGTERM, then raises the signal again: with Python's default handler that would
     # end the process before the `finally` below closes the index
     signal.signal(signal.SIGTERM, _stop_on_sigterm)

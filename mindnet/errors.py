@@ -4,7 +4,11 @@
     ├── ConfigError          a YAML file or a setting is wrong (names file and key)
     ├── VaultError           a note cannot be read or parsed (names file and line)
     │   ├── DraftError       an interview draft cannot be saved (path, size, traversal)
-    │   │   └── DraftConflictError  the file or the id already belongs to another note
+    │   │   └── DraftConflictError  the file or the id already belongs to another note, or the note changed
+    │   │                           since it was shown (`conflict`: both texts and the file's version)
+    │   ├── NoteChangedError  a note changed since it was read; nothing was written (`current`, `version`)
+    │   ├── VaultWriteError  writing into the vault failed (disk full, file too large, read-only): nothing was
+    │   │                    written and nothing is left behind
     │   └── NoteBudgetExceeded  reading one note ran past its time budget (the import keeps what it read)
     ├── EmbeddingError       the embedding backend failed or returned a bad vector
     ├── StoreError           Qdrant cannot be opened or used
@@ -62,7 +66,34 @@ class DraftError(VaultError):
 
 
 class DraftConflictError(DraftError):
-    pass
+    """`conflict` (when a file is in the way): `reason` ("exists", "changed", "version needed"), `path`,
+    `version` (of the file now; None when it is gone), `existing` (its text) and `draft` (the text to save)."""
+
+    def __init__(self, message: str, *, path: str | None = None, hint: str | None = None,
+                 conflict: dict[str, object] | None = None) -> None:
+        super().__init__(message, path=path, hint=hint)
+        self.conflict = conflict
+
+
+class NoteChangedError(VaultError):
+    """The note is not the version the write was planned on (`expected`); `current` is its text now (None: it is
+    gone) and `version` that text's version."""
+
+    def __init__(self, message: str, *, path: str, hint: str | None = None, expected: str,
+                 current: bytes | None, version: str | None) -> None:
+        super().__init__(message, path=path, hint=hint)
+        self.expected = expected
+        self.current = current
+        self.version = version
+
+
+class VaultWriteError(VaultError):
+    """Writing a file of the vault failed (`errno`: the OS error, e.g. ENOSPC); nothing was left behind."""
+
+    def __init__(self, message: str, *, path: str | None = None, hint: str | None = None,
+                 errno: int | None = None) -> None:
+        super().__init__(message, path=path, hint=hint)
+        self.errno = errno
 
 
 class EmbeddingError(MindnetError):

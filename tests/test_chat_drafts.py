@@ -1,4 +1,5 @@
-"""save_draft: writes inside the vault only, never over an existing note unless asked."""
+"""save_draft: writes inside the vault only, never over an existing note unless asked, and then only over the
+version the user saw, with a backup."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 from mindnet.chat.drafts import draft_filename, save_draft
 from mindnet.chat.sanitizer import NoteDraft, empty_draft
-from mindnet.errors import DraftError
+from mindnet.errors import DraftConflictError, DraftError
+from mindnet.safe_write import BACKUP_DIR, version_of
 from mindnet.settings import InterviewSchema
 
 SCHEMA = InterviewSchema(required=["title", "status"], sections=["Ziel"])
@@ -28,23 +30,23 @@ def vault(tmp_path: Path) -> Path:
 
 
 def test_saves_into_the_folder(vault: Path) -> None:
-    path = save_draft(draft(), vault_root=vault, folder="projects")
+    path = save_draft(draft(), vault_root=vault, folder="projects").path
     assert path == (vault / "projects" / "Gemüsegarten.md").resolve()
 
 
 def test_saved_content_is_the_markdown(vault: Path) -> None:
     note = draft()
-    path = save_draft(note, vault_root=vault, folder="projects")
+    path = save_draft(note, vault_root=vault, folder="projects").path
     assert path.read_text(encoding="utf-8") == note.to_markdown()
 
 
 @pytest.mark.parametrize("folder", [None, ""])
 def test_no_folder_saves_at_the_vault_root(vault: Path, folder: str | None) -> None:
-    assert save_draft(draft(), vault_root=vault, folder=folder) == (vault / "Gemüsegarten.md").resolve()
+    assert save_draft(draft(), vault_root=vault, folder=folder).path == (vault / "Gemüsegarten.md").resolve()
 
 
 def test_nested_folder_is_created(vault: Path) -> None:
-    path = save_draft(draft(), vault_root=vault, folder="projects/2025")
+    path = save_draft(draft(), vault_root=vault, folder="projects/2025").path
     assert path.parent == (vault / "projects" / "2025").resolve()
 
 
@@ -79,7 +81,7 @@ def test_symlinked_folder_outside_the_vault_is_rejected(vault: Path, tmp_path: P
 def test_symlinked_folder_inside_the_vault_is_allowed(vault: Path) -> None:
     (vault / "real").mkdir()
     (vault / "projects").symlink_to(vault / "real", target_is_directory=True)
-    path = save_draft(draft(), vault_root=vault, folder="projects")
+    path = save_draft(draft(), vault_root=vault, folder="projects").path
     assert path == (vault / "real" / "Gemüsegarten.md").resolve()
 
 
@@ -93,23 +95,59 @@ def test_symlinked_file_is_not_followed(vault: Path, tmp_path: Path) -> None:
 
 def test_existing_file_is_not_overwritten(vault: Path) -> None:
     (vault / "Gemüsegarten.md").write_text("old", encoding="utf-8")
-    with pytest.raises(DraftError) as err:
+    with pytest.raises(DraftConflictError) as err:
         save_draft(draft(), vault_root=vault, folder=None)
     # the message names the file vault-relative, never with the server's absolute path
     assert (str(err.value).startswith("Gemüsegarten.md: "), str(vault) in str(err.value),
-            "overwrite=True" in str(err.value),
+            "overwrite it" in str(err.value),
             (vault / "Gemüsegarten.md").read_text(encoding="utf-8")) == (True, False, True, "old")
 
 
-def test_overwrite_replaces_the_file(vault: Path) -> None:
+def test_the_conflict_carries_both_texts_and_the_files_version(vault: Path) -> None:
     (vault / "Gemüsegarten.md").write_text("old", encoding="utf-8")
-    path = save_draft(draft(), vault_root=vault, folder=None, overwrite=True)
-    assert path.read_text(encoding="utf-8") == draft().to_markdown()
+    with pytest.raises(DraftConflictError) as err:
+        save_draft(draft(), vault_root=vault, folder=None)
+    assert err.value.conflict == {"reason": "exists", "path": "Gemüsegarten.md", "version": version_of(b"old"),
+                                  "existing": "old", "draft": draft().to_markdown()}
+
+
+def test_overwrite_replaces_the_version_it_names_and_keeps_a_backup(vault: Path) -> None:
+    (vault / "Gemüsegarten.md").write_text("old", encoding="utf-8")
+    saved = save_draft(draft(), vault_root=vault, folder=None, overwrite=True, replaces=version_of(b"old"))
+    assert saved.path.read_text(encoding="utf-8") == draft().to_markdown()
+    assert saved.backup is not None and saved.backup.read_text(encoding="utf-8") == "old"
+    assert saved.backup.parent == (vault / BACKUP_DIR).resolve()
+    assert saved.version == version_of(draft().to_markdown().encode("utf-8"))
+
+
+def test_overwrite_of_a_note_that_changed_since_is_refused(vault: Path) -> None:
+    (vault / "Gemüsegarten.md").write_text("old\nand a line typed since", encoding="utf-8")
+    with pytest.raises(DraftConflictError, match="changed since it was shown") as err:
+        save_draft(draft(), vault_root=vault, folder=None, overwrite=True, replaces=version_of(b"old"))
+    assert (err.value.conflict["reason"], err.value.conflict["existing"]) == ("changed", "old\nand a line typed since")
+    assert (vault / "Gemüsegarten.md").read_text(encoding="utf-8") == "old\nand a line typed since"
+    assert not (vault / BACKUP_DIR).exists() or not any((vault / BACKUP_DIR).rglob("*.bak"))
+
+
+def test_overwrite_without_a_version_is_refused(vault: Path) -> None:
+    (vault / "Gemüsegarten.md").write_text("old", encoding="utf-8")
+    with pytest.raises(DraftConflictError, match="must name the version") as err:
+        save_draft(draft(), vault_root=vault, folder=None, overwrite=True)
+    assert (err.value.conflict["reason"], err.value.conflict["version"]) == ("version needed", version_of(b"old"))
+    assert (vault / "Gemüsegarten.md").read_text(encoding="utf-8") == "old"
+
+
+def test_overwrite_of_a_note_deleted_since_is_refused(vault: Path) -> None:
+    with pytest.raises(DraftConflictError, match="no note at this path to replace") as err:
+        save_draft(draft(), vault_root=vault, folder=None, overwrite=True, replaces=version_of(b"old"))
+    assert (err.value.conflict["existing"], err.value.conflict["version"]) == (None, None)
+    assert not (vault / "Gemüsegarten.md").exists()
 
 
 def test_overwrite_leaves_no_temp_files(vault: Path) -> None:
-    save_draft(draft(), vault_root=vault, folder=None, overwrite=True)
-    assert sorted(p.name for p in vault.iterdir()) == ["Gemüsegarten.md"]
+    saved = save_draft(draft(), vault_root=vault, folder=None)
+    save_draft(draft("Gemüsegarten"), vault_root=vault, folder=None, overwrite=True, replaces=saved.version)
+    assert sorted(p.name for p in vault.iterdir()) == [".mindnet", "Gemüsegarten.md"]
 
 
 def test_missing_vault_is_rejected(tmp_path: Path) -> None:
@@ -143,7 +181,7 @@ def test_long_titles_are_capped() -> None:
 
 
 def test_unsafe_chars_in_title_still_save(vault: Path) -> None:
-    path = save_draft(draft("Pros/Cons"), vault_root=vault, folder=None)
+    path = save_draft(draft("Pros/Cons"), vault_root=vault, folder=None).path
     assert path.name == "Pros-Cons.md"
 
 
@@ -160,7 +198,7 @@ def test_overwriting_keeps_the_notes_file_mode(tmp_path):
     from mindnet.chat.sanitizer import normalize_meta_and_body
     from mindnet.settings import InterviewSchema
     draft = normalize_meta_and_body("---\ntitle: Keep Mode\n---\nbody", note_type="decision", schema=InterviewSchema())
-    path = save_draft(draft, vault_root=tmp_path, folder="decisions")
-    os.chmod(path, 0o644)
-    save_draft(draft, vault_root=tmp_path, folder="decisions", overwrite=True)
-    assert path.stat().st_mode & 0o777 == 0o644
+    saved = save_draft(draft, vault_root=tmp_path, folder="decisions")
+    os.chmod(saved.path, 0o644)
+    save_draft(draft, vault_root=tmp_path, folder="decisions", overwrite=True, replaces=saved.version)
+    assert saved.path.stat().st_mode & 0o777 == 0o644

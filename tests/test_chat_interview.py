@@ -80,10 +80,12 @@ def test_save_draft_refuses_to_overwrite(mindnet):
         mindnet.save_draft(NOTE_REPLY, "project")
 
 
-def test_save_draft_overwrites_when_asked(mindnet):
-    mindnet.save_draft(NOTE_REPLY, "project")
-    saved = mindnet.save_draft(NOTE_REPLY.replace("Tomaten", "Kartoffeln"), "project", overwrite=True)
+def test_save_draft_overwrites_the_version_it_names(mindnet):
+    first = mindnet.save_draft(NOTE_REPLY, "project")
+    saved = mindnet.save_draft(NOTE_REPLY.replace("Tomaten", "Kartoffeln"), "project", overwrite=True,
+                               replaces=first["version"])
     assert "Kartoffeln" in (mindnet.settings.vault_root / saved["path"]).read_text(encoding="utf-8")
+    assert "Tomaten" in (mindnet.settings.vault_root / saved["backup"]).read_text(encoding="utf-8")
 
 
 def test_save_draft_rejects_type_without_schema(mindnet):

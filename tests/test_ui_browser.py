@@ -375,6 +375,38 @@ def test_saving_an_existing_note_asks_and_each_choice_works(page: Page, server: 
     assert hits["hits"][0]["path"] == "projects/Kräutergarten.md"
 
 
+def test_overwrite_shows_both_texts_and_never_replaces_a_note_changed_since(page: Page, server: ChatServer) -> None:
+    target = server.vault / "projects" / "Kräutergarten.md"
+    target.unlink(missing_ok=True)
+    ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
+    page.get_by_test_id("draft-save").last.click()
+    expect(page.get_by_text("Saved ", exact=False).last).to_be_visible(timeout=TIMEOUT)
+    with target.open("a", encoding="utf-8") as fh:          # the user adds a line in Obsidian
+        fh.write("\nGießkanne auf dem Balkon.\n")
+    ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
+    editor = page.get_by_test_id("draft-text").last
+    editor.fill(editor.input_value().replace("Basilikum und Minze", "Salbei"))
+    page.get_by_test_id("draft-save").last.click()
+    conflict = page.get_by_test_id("draft-conflict").last       # both texts, side by side
+    expect(conflict.get_by_test_id("conflict-existing")).to_contain_text("Gießkanne auf dem Balkon.", timeout=TIMEOUT)
+    expect(conflict.get_by_test_id("conflict-draft")).to_contain_text("Salbei")
+    shot(page, "10_save_conflict_both_texts")
+    with target.open("a", encoding="utf-8") as fh:          # ... and one more while the choice is on screen
+        fh.write("Und der Rechen.\n")
+    page.get_by_role("button", name="Overwrite").last.click()
+    expect(page.get_by_text("changed since it was shown", exact=False).last).to_be_visible(timeout=TIMEOUT)
+    expect(conflict.get_by_test_id("conflict-existing")).to_contain_text("Und der Rechen.", timeout=TIMEOUT)
+    assert target.read_text(encoding="utf-8").endswith("Gießkanne auf dem Balkon.\nUnd der Rechen.\n")
+    page.get_by_role("button", name="Overwrite").last.click()    # the version now on screen: replaced
+    expect(page.get_by_test_id("draft-status").last).to_contain_text("saved to", timeout=TIMEOUT)
+    kept = page.get_by_text("previous text is kept in", exact=False).last
+    expect(kept).to_be_visible()
+    backup = re.search(r"\.mindnet/backups/\S+?\.bak", kept.inner_text())
+    assert backup, kept.inner_text()
+    assert (server.vault / backup.group(0)).read_text(encoding="utf-8").endswith("Und der Rechen.\n")
+    assert "Salbei" in target.read_text(encoding="utf-8")
+
+
 def test_draft_text_survives_a_reload(page: Page) -> None:
     ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
     editor = page.get_by_test_id("draft-text").last

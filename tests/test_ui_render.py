@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
 from helpers_ui import DRAFT_REPLY
 
 from mindnet.ui import render
@@ -79,3 +80,40 @@ def test_import_progress_never_shows_zero_of_zero_and_the_report_lists_problems(
                                           "unresolved_links": [{"note": "a.md", "link": "Nope"}]})
     assert "**2 problems:**" in text and "- skipped\\: broken.md\\: bad YAML" in text     # escaped Markdown
     assert "- unresolved link in a.md\\: \\[\\[Nope\\]\\]" in text
+
+
+# --------------------------------------------------------------------------- images in answers (issue 27, item 3)
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("![](http://evil.example/p.png?q=1)", "[image](http://evil.example/p.png?q=1)"),
+    ('a ![Karte](http://x.example/k.png "t") b', 'a [image: Karte](http://x.example/k.png "t") b'),
+    ("![r][ref]\n\n[ref]: http://x.example/y.png", "[image: r][ref]\n\n[ref]: http://x.example/y.png"),
+    ("[![badge](http://x.example/b.svg)](http://x.example)", "[[image: badge](http://x.example/b.svg)](http://x.example)"),
+    ("\\![no image](u)", "\\![no image](u)"),
+    ("\\\\![an image](u)", "\\\\[image: an image](u)"),
+    ("`![code](u)` and ![img](v)", "`![code](u)` and [image: img](v)"),
+    ("```md\n![code](u)\n```\n![img](v)", "```md\n![code](u)\n```\n[image: img](v)"),
+    ("~~~\n![code](u)\n~~~~\n![img](v)", "~~~\n![code](u)\n~~~~\n[image: img](v)"),
+    ("\\`![](http://evil.example/x) `", "\\`[image](http://evil.example/x) `"),   # not a code span after all
+    ("no image [here](http://x.example)", "no image [here](http://x.example)"),
+])
+def test_images_in_an_answer_become_plain_links(text: str, shown: str) -> None:
+    assert render.images_as_links(text) == shown
+
+
+def test_no_answer_markdown_holds_an_image_a_commonmark_parser_would_load() -> None:
+    from markdown_it import MarkdownIt
+    tricky = ["``![a](u)`` ![b](v)", "> ```\n> ![c](w)\n> ```", "- ![d](x)\n\n      ![e](y)", "![f](<z z>)",
+              "[![g](u)][r]\n\n[r]: v", "<span>![h](u)</span>", "```\n![i](u)", "`` ` ``![j](u)"]
+    for text in tricky:
+        tokens = list(MarkdownIt("commonmark").parse(render.answer_markdown(header="", body=text, sources=[])))
+        while tokens:
+            token = tokens.pop()
+            assert token.type != "image", text
+            tokens.extend(token.children or ())
+
+
+def test_a_path_in_a_code_span_cannot_break_out() -> None:
+    assert render.code_span("a`b ![x](y)") == "``a`b ![x](y)``"
+    assert render.code_span("`x") == "`` `x ``"

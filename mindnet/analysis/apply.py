@@ -1,24 +1,24 @@
 """Writing accepted link suggestions into an existing note: the one explicit write of Save & Analyze.
 
 The edges go into ONE `> [!edge]` callout block appended at the end of the note (one line per kind), which the
-import reads as typed edges. The caller shows the diff first; the write keeps a backup of the note under
-`<vault>/.mindnet/backups/` (a hidden folder the import skips) and refuses when the file changed since it was read.
+import reads as typed edges. The caller shows the diff first; the write (`mindnet.safe_write.replace`) compares the
+note with the version the plan was made from and swaps the new text in atomically under the vault's write lock,
+refusing when the file changed since it was read (an editor's save in between is never overwritten), and keeps the
+replaced text as a backup under `<vault>/.mindnet/backups/` (a hidden folder the import skips).
 """
 
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mindnet import safe_write
 from mindnet.analysis.models import LinkSuggestion
 from mindnet.errors import VaultError
 
-BACKUP_DIR = ".mindnet/backups"
+BACKUP_DIR = safe_write.BACKUP_DIR
 
 
 def edge_block(links: Sequence[LinkSuggestion]) -> str:
@@ -37,12 +37,14 @@ def edge_block(links: Sequence[LinkSuggestion]) -> str:
 
 @dataclass(frozen=True)
 class EdgePlan:
-    """What --apply would write: the note's current and new text, and the diff between them."""
+    """What --apply would write: the note's current and new text, the diff between them, and the version
+    (`safe_write.version_of`) of the file the plan was made from."""
 
     path: Path
     rel_path: str
     old: str
     new: str
+    version: str
 
     @property
     def diff(self) -> str:
@@ -55,39 +57,22 @@ def plan_edges(vault_root: Path, rel_path: str, links: Sequence[LinkSuggestion])
         raise VaultError("no edges to write", path=rel_path, hint="pick at least one suggestion")
     path = Path(vault_root) / rel_path
     try:
-        old = path.read_bytes().decode("utf-8")
+        data = path.read_bytes()
+        old = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise VaultError(f"cannot read the note: {exc}", path=rel_path) from exc
     nl = "\r\n" if "\r\n" in old else "\n"     # keep the file's own line endings
     block = edge_block(links).replace("\n", nl)
     new = old.rstrip("\r\n") + nl + nl + block + nl
-    return EdgePlan(path=path, rel_path=rel_path, old=old, new=new)
+    return EdgePlan(path=path, rel_path=rel_path, old=old, new=new, version=safe_write.version_of(data))
 
 
 def write_plan(plan: EdgePlan, vault_root: Path) -> Path:
-    """Back the note up, then replace it atomically with the planned text; returns the backup's path."""
-    current = plan.path.read_bytes().decode("utf-8", errors="replace")
-    if current != plan.old:
-        raise VaultError("the note changed since the suggestions were made; nothing was written",
-                         path=plan.rel_path, hint="run `mindnet suggest` again")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    backup = Path(vault_root) / BACKUP_DIR / f"{plan.rel_path}.{stamp}.bak"
-    backup.parent.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while backup.exists():
-        backup = backup.with_name(f"{Path(plan.rel_path).name}.{stamp}-{n}.bak")
-        n += 1
-    backup.write_bytes(plan.old.encode("utf-8"))
-    fd, tmp = tempfile.mkstemp(prefix=".suggest-", suffix=".tmp", dir=plan.path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(plan.new.encode("utf-8"))
-        os.chmod(tmp, plan.path.stat().st_mode & 0o777)
-        os.replace(tmp, plan.path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return backup
+    """Replace the note with the planned text if it is still the text the plan was made from; returns the backup
+    of the replaced text. Raises NoteChangedError (it changed since: nothing written) or VaultWriteError."""
+    return safe_write.replace(plan.path, plan.new.encode("utf-8"), expected=plan.version, root=Path(vault_root),
+                              hint="run `mindnet suggest` again: the suggestions and the diff were made from the "
+                                   "older text")
 
 
 def select_links(links: Sequence[LinkSuggestion], picks: str | None, min_confidence: float = 0.0

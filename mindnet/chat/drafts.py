@@ -1,16 +1,17 @@
-"""Saving interview drafts into the vault: never outside it, never over an existing note by accident."""
+"""Saving interview drafts into the vault: never outside it, never over an existing note by accident, never
+over a newer text than the one the user chose to replace, always with a backup of what was replaced."""
 
 from __future__ import annotations
 
 import logging
-import os
 import re
-import tempfile
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from mindnet import safe_write
 from mindnet.chat.sanitizer import NoteDraft
-from mindnet.errors import DraftConflictError, DraftError
+from mindnet.errors import DraftConflictError, DraftError, NoteChangedError
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +52,24 @@ def draft_filename(title: str, fallback: str) -> str:
     return f"{name}.md"
 
 
+@dataclass(frozen=True)
+class SavedNote:
+    """Where a draft was saved, the backup of the note it replaced (None for a new note), its version."""
+
+    path: Path
+    backup: Path | None
+    version: str
+
+
 def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwrite: bool = False,
-               max_bytes: int | None = None) -> Path:
-    """Write `draft` to vault_root/folder/<title>.md and return the path; raises DraftError when unsafe
-    (or larger than `max_bytes`, the import's own file limit)."""
+               replaces: str | None = None, max_bytes: int | None = None) -> SavedNote:
+    """Write `draft` to vault_root/folder/<title>.md; raises DraftError when unsafe (or larger than `max_bytes`, the
+    import's own file limit), DraftConflictError when a note is in the way and VaultWriteError when the write fails
+    (nothing is left behind).
+
+    A new file is created whole or not at all. An existing one is replaced only with `overwrite` and `replaces`,
+    the version (`mindnet.safe_write.version_of`) of the note as the user saw it in the conflict; a note that
+    changed since is refused, and the replaced text is kept under `<vault>/.mindnet/backups/`."""
     root = Path(vault_root)
     if not root.is_dir():
         raise DraftError("vault folder does not exist", path=root.name,
@@ -70,7 +85,10 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
     if target_dir.exists() and not target_dir.is_dir():
         raise DraftError("draft folder is a file, not a folder", path=_shown(root, target_dir),
                          hint="choose another folder for this note type in config/types.yaml")
-    target_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        target_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise safe_write.write_error(exc, _shown(root, target_dir)) from exc
     target_dir = _inside(root, target_dir, folder or "")  # again: a symlink may have appeared meanwhile
 
     path = target_dir / draft_filename(draft.title, fallback=draft.note_id)
@@ -81,17 +99,47 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
     if max_bytes is not None and len(content) > max_bytes:
         raise DraftError(f"the draft is {len(content)} bytes, over the import's limit of {max_bytes}",
                          path=_shown(root, path), hint="shorten the note (or raise max_file_bytes in types.yaml)")
-    if overwrite:
-        _replace_atomically(path, content)
+    backup = None
+    if overwrite and (replaces is not None or path.exists()):
+        backup = _replace(root, path, content, replaces)
     else:
         try:
-            with open(path, "xb") as fh:  # exclusive create: no check-then-write race
-                fh.write(content)
-        except FileExistsError as exc:
-            raise DraftConflictError("a note with this file name already exists", path=_shown(root, path),
-                             hint="pass overwrite=True to replace it, or change the note's title") from exc
-    logger.info("saved draft %s (%s) to %s", draft.note_id, draft.note_type, path)
-    return path
+            safe_write.create(path, content, root=root)
+        except FileExistsError:
+            raise _conflict(root, path, content, safe_write.read_note(path), "exists",
+                            "a note with this file name already exists",
+                            "overwrite it (with the version in this answer: the note as you saw it), save under a "
+                            "new name, or change the note's title") from None
+    logger.info("saved draft %s (%s) to %s%s", draft.note_id, draft.note_type, path,
+                f", the replaced text kept in {backup}" if backup else "")
+    return SavedNote(path=path, backup=backup, version=safe_write.version_of(content))
+
+
+def _replace(root: Path, path: Path, content: bytes, replaces: str | None) -> Path:
+    if replaces is None:
+        raise _conflict(root, path, content, safe_write.read_note(path), "version needed",
+                        "an overwrite must name the version of the note it replaces; nothing was written",
+                        "send 'replaces' with the version in this answer (the note as you saw it)")
+    try:
+        return safe_write.replace(path, content, expected=replaces, root=root)
+    except NoteChangedError as exc:
+        gone = exc.current is None
+        raise _conflict(root, path, content, exc.current, "changed",
+                        "there is no note at this path to replace (deleted or moved since it was shown, or the "
+                        "draft's title changed); nothing was written" if gone else
+                        "the note changed since it was shown; nothing was written",
+                        "save it as a new note" if gone else "compare both texts, then overwrite with the version "
+                        "in this answer or save under a new name") from exc
+
+
+def _conflict(root: Path, path: Path, content: bytes, existing: bytes | None, reason: str, message: str,
+              hint: str) -> DraftConflictError:
+    """A conflict with both texts: the file's as it is now (None: gone) with its version, and the draft's."""
+    conflict = {"reason": reason, "path": _shown(root, path),
+                "version": None if existing is None else safe_write.version_of(existing),
+                "existing": None if existing is None else existing.decode("utf-8", errors="replace"),
+                "draft": content.decode("utf-8")}
+    return DraftConflictError(message, path=_shown(root, path), hint=hint, conflict=conflict)
 
 
 def _inside(root: Path, candidate: Path, shown: str) -> Path:
@@ -108,26 +156,6 @@ def _shown(root: Path, path: Path) -> str:
         return Path(path).relative_to(root).as_posix()
     except ValueError:
         return Path(path).name
-
-
-def _replace_atomically(path: Path, content: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".draft-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content)
-        # mkstemp creates 0600; keep the replaced note's mode (or the umask's default for a new file)
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def renamed(draft: NoteDraft, *, vault_root: Path, folder: str | None) -> NoteDraft:

@@ -2,8 +2,9 @@
 
 Each message goes to `Mindnet.chat.astream`; its events become steps (intent, retrieval, graph, scoring,
 generation), streamed tokens, an intent badge, source side panels with their "why", and feedback buttons.
-Interview drafts open in the `DraftEditor` custom element (Save to vault / Download / Discard); the text typed
-there is kept in the user session and `/draft` brings it back. No retrieval or scoring happens here.
+Interview drafts open in the `DraftEditor` custom element (Save to vault / Download / Discard / Preview); the text
+typed there is kept in the user session and `/draft` brings it back. A note in the way is shown beside the draft,
+and Overwrite replaces exactly that version of it (a backup is kept). No retrieval or scoring happens here.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pydantic import ValidationError
 
 from mindnet.chat.engine import ChatRequest, ChatResponse
 from mindnet.chat.welcome import starter_questions, welcome_text
-from mindnet.errors import DraftConflictError, DraftError, MindnetError
+from mindnet.errors import DraftConflictError, DraftError, MindnetError, VaultWriteError
 from mindnet.logs import GENERATED_ANSWER
 from mindnet.ui import render, threads
 from mindnet.ui import suggest as suggest_ui  # registers the draft editor's `draft_analyze` action
@@ -385,9 +386,12 @@ async def on_window_message(data: Any) -> None:
     await open_draft(draft, intro="Restored your unsaved draft")
 
 
-def draft_props(draft: dict[str, Any], status: str = "editing", detail: str = "") -> dict[str, Any]:
+def draft_props(draft: dict[str, Any], status: str = "editing", detail: str = "",
+                conflict: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The editor's props; with `conflict` (status "conflict") the note in the vault: path, text, version."""
     keys = ("draft_id", "markdown", "note_type", "title", "warnings")
-    return {**{k: draft.get(k) for k in keys}, "status": status, "detail": detail}
+    shown = {k: conflict.get(k) for k in ("path", "reason", "existing", "version")} if conflict else None
+    return {**{k: draft.get(k) for k in keys}, "status": status, "detail": detail, "conflict": shown}
 
 
 def current_draft(payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -401,10 +405,11 @@ def current_draft(payload: dict[str, Any]) -> dict[str, Any] | None:
     return draft
 
 
-async def show_draft_status(draft: dict[str, Any], status: str, detail: str = "") -> None:
+async def show_draft_status(draft: dict[str, Any], status: str, detail: str = "",
+                            conflict: dict[str, Any] | None = None) -> None:
     element: cl.CustomElement | None = cl.user_session.get("draft_element")
     if element is not None:
-        element.props = draft_props(draft, status, detail)
+        element.props = draft_props(draft, status, detail, conflict)
         await element.update()
 
 
@@ -421,38 +426,56 @@ async def on_draft_save(action: cl.Action) -> dict[str, Any] | None:
     if draft is None:
         await say_error("No draft", "there is no open draft to save (it was saved or discarded already)")
         return None
-    choice = {"overwrite": bool(action.payload.get("overwrite")), "new_name": bool(action.payload.get("new_name"))}
+    replaces = action.payload.get("replaces")
+    choice = {"overwrite": bool(action.payload.get("overwrite")), "new_name": bool(action.payload.get("new_name")),
+              "replaces": replaces if isinstance(replaces, str) else None}
     await clear_conflict()
     try:
         saved = await get_mindnet().asave_draft(draft["markdown"], draft.get("note_type") or "", **choice)
     except DraftConflictError as exc:
-        await show_draft_status(draft, "error", str(exc))
+        shown = f"{exc.path}: {exc.message}" if exc.path else exc.message    # the choices below are the fix
+        await show_draft_status(draft, "conflict" if exc.conflict else "error", shown, exc.conflict)
         await ask_on_conflict(draft, exc)
         return {"saved": False, "conflict": True}
-    except DraftError as exc:
+    except (DraftError, VaultWriteError) as exc:
         await show_draft_status(draft, "error", str(exc))
-        await cl.Message(content=f"**Not saved:** {render.escape(exc)}").send()
+        await cl.Message(content=f"**Not saved:** {render.escape(exc)}\n\nThe draft is still open.").send()
         return {"saved": False}
     cl.user_session.set("draft", None)
     await show_draft_status(draft, "saved", str(saved.get("path", "")))
     report = saved.get("import") or {}
     imported = render.import_markdown(report) if report else "Imported."
+    backup = saved.get("backup")
+    kept = f" The note's previous text is kept in {render.code_span(backup)}." if backup else ""
     await cl.Message(content=f"Saved **{render.escape(saved.get('title'))}** to "
-                             f"`{saved.get('path')}`. {imported}").send()
-    return {"saved": True, "path": str(saved.get("path")), "note_id": saved.get("note_id")}
+                             f"{render.code_span(saved.get('path'))}.{kept} {imported}").send()
+    return {"saved": True, "path": str(saved.get("path")), "note_id": saved.get("note_id"), "backup": backup}
 
 
-async def ask_on_conflict(draft: dict[str, Any], exc: DraftError) -> None:
-    """A note of that name (or id) exists: overwrite it, save under a free name, or keep editing."""
+async def ask_on_conflict(draft: dict[str, Any], exc: DraftConflictError) -> None:
+    """A note of that name exists (or changed since it was shown, or another note has the id): overwrite exactly
+    the version shown in the editor, save under a free name, or keep editing."""
     base = {"draft_id": draft["draft_id"]}
-    actions = [cl.Action(name="draft_save", label="Overwrite", icon="file-pen-line",
-                         tooltip="replace the existing note with this draft", payload={**base, "overwrite": True}),
-               cl.Action(name="draft_save", label="Save as new name", icon="copy-plus",
-                         tooltip="save as 'Title (2)' beside the existing note", payload={**base, "new_name": True}),
-               cl.Action(name="draft_cancel", label="Cancel", icon="x", tooltip="keep editing; nothing is saved",
-                         payload=base)]
-    message = cl.Message(content=f"**Not saved:** {render.escape(exc)}\n\nOverwrite the existing note, save this "
-                                 f"draft under a new name, or cancel?", actions=actions)
+    conflict = exc.conflict or {}
+    actions = []
+    if conflict.get("version"):
+        actions.append(cl.Action(name="draft_save", label="Overwrite", icon="file-pen-line",
+                                 tooltip="replace the note as shown in the editor; its text is kept as a backup",
+                                 payload={**base, "overwrite": True, "replaces": conflict["version"]}))
+    elif conflict:       # the note is gone since: save the draft where it was
+        actions.append(cl.Action(name="draft_save", label="Save", icon="save", tooltip="save the draft as a new note",
+                                 payload=base))
+    actions += [cl.Action(name="draft_save", label="Save as new name", icon="copy-plus",
+                          tooltip="save as 'Title (2)' beside the existing note", payload={**base, "new_name": True}),
+                cl.Action(name="draft_cancel", label="Cancel", icon="x", tooltip="keep editing; nothing is saved",
+                          payload=base)]
+    if conflict.get("version"):
+        what = f"{exc.path}: {exc.message}" if exc.path else exc.message
+        choices = ("The note in the vault and your draft are side by side in the editor above. Overwrite the note "
+                   "(its current text is kept as a backup), save your draft under a new name, or cancel?")
+    else:
+        what, choices = str(exc), "Save your draft, save it under a new name, or cancel?"
+    message = cl.Message(content=f"**Not saved:** {render.escape(what)}\n\n{choices}", actions=actions)
     cl.user_session.set("conflict_message", message)
     await message.send()
 

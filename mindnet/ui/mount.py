@@ -10,6 +10,8 @@ elements from `mindnet/ui/elements/`.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import json
 import logging
@@ -39,6 +41,7 @@ MAX_SOURCES = 50
 PAGE_ASSETS = ("mindnet.js", "mindnet.css", "icon.svg")
 # links of Chainlit's page shell to public CDNs (Google Fonts, KaTeX): nothing may leave this machine
 _REMOTE_LINK = re.compile(r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*/?>", re.S)
+_INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.S | re.I)
 
 _mounted: list[str] = []
 
@@ -67,6 +70,15 @@ def local_only(template: Callable[[str], str]) -> Callable[[str], str]:
         return _REMOTE_LINK.sub("", template(root_path))
     page.__wrapped__ = template   # type: ignore[attr-defined]
     return page
+
+
+def shell_script_hashes(root_path: str) -> frozenset[str]:
+    """The Content-Security-Policy sources (`sha256-...`) of the inline scripts in Chainlit's page shell (it sets
+    `global` and the theme there): the page's policy allows these and no other inline script."""
+    import chainlit.server as server
+    html = server.get_html_template(root_path)
+    return frozenset("sha256-" + base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode("ascii")
+                     for body in _INLINE_SCRIPT.findall(html))
 
 
 def configure_chainlit() -> None:
@@ -140,8 +152,9 @@ def require_token_login(token: str) -> None:
     os.environ.setdefault("CHAINLIT_AUTH_SECRET", secrets.token_urlsafe(32))
 
 
-def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:
-    """Serve the chat at `path` (and redirect `/` there), using this process's `mindnet`. Once per process."""
+def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> frozenset[str]:
+    """Serve the chat at `path` (and redirect `/` there), using this process's `mindnet`. Once per process.
+    Returns the hashes of the page shell's inline scripts (`shell_script_hashes`) for the page's policy."""
     set_mindnet(mindnet)
     if _mounted:
         raise RuntimeError(f"the chat UI is already mounted at {_mounted[0]} in this process; "
@@ -171,3 +184,5 @@ def mount_ui(app: FastAPI, mindnet: Mindnet, *, path: str = "/ui") -> None:
     @app.get("/", include_in_schema=False)
     async def _root() -> RedirectResponse:
         return RedirectResponse(url=path)
+
+    return shell_script_hashes(os.environ.get("CHAINLIT_PARENT_ROOT_PATH", "") + path)

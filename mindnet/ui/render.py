@@ -2,7 +2,9 @@
 
 Pure functions, no Chainlit: the app module only sends what these return. Note text is data, never markup:
 titles, paths and reasons are escaped (HTML entities and Markdown punctuation) and chunk text goes into a
-fenced block longer than any backtick run inside it, so `<script>` in a note shows up as text.
+fenced block longer than any backtick run inside it, so `<script>` in a note shows up as text. The answer itself
+is Markdown, but its images become plain links (`images_as_links`): nothing in it loads from another machine
+unless the user clicks (the page's Content-Security-Policy blocks it anyway, see mindnet/security.py).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
+
+from markdown_it import MarkdownIt
 
 from mindnet.chat.engine import ChatRequest, ChatTurn
 
@@ -25,6 +29,75 @@ def escape(text: object) -> str:
     out = "".join(_HTML.get(ch, ch) for ch in str(text if text is not None else ""))
     # '>' is already an entity; escape the remaining Markdown punctuation with backslashes
     return _MD_PUNCT.sub(r"\\\1", out).replace("\n", " ")
+
+
+def code_span(text: object) -> str:
+    """`text` as one inline code span, whatever backticks it contains."""
+    value = " ".join(str(text if text is not None else "").split())
+    longest = max((len(m) for m in _BACKTICKS.findall(value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+# an image's "![" after an even number of backslashes (an odd number escapes the "!")
+_IMAGE_START = re.compile(r"(?<!\\)((?:\\\\)*)!\[(\]?)")
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_RUN = re.compile(r"(`+)")
+_commonmark = MarkdownIt("commonmark")
+
+
+def images_as_links(text: str) -> str:
+    """Markdown images (`![alt](url)`, `![alt][ref]`) as plain links `[image: alt](url)`: the browser fetches
+    nothing until the user clicks one. Fenced code blocks and code spans stay as written; should a CommonMark
+    parser still find an image (an odd nesting of code and brackets), every "![" becomes a link, code included."""
+    if "![" not in text:
+        return text
+    out, fence = [], ""
+    for line in text.splitlines(keepends=True):
+        m = _FENCE_LINE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
+                fence = ""
+            out.append(line)
+        elif m and not (m.group(1)[0] == "`" and "`" in line[m.end():]):
+            fence = m.group(1)
+            out.append(line)
+        else:
+            out.append(_links_outside_code_spans(line))
+    result = "".join(out)
+    return _IMAGE_START.sub(_as_link, result) if _has_image(result) else result
+
+
+def _as_link(m: re.Match[str]) -> str:
+    return f"{m.group(1)}[image]" if m.group(2) else f"{m.group(1)}[image: "
+
+
+def _links_outside_code_spans(line: str) -> str:
+    parts = _CODE_RUN.split(line)      # text, run, text, run, ...: a run closed by one as long is a code span
+    out, i = [], 0
+    while i < len(parts):
+        if i % 2:
+            close = next((j for j in range(i + 2, len(parts), 2) if parts[j] == parts[i]), None)
+            if close is not None:
+                out.append("".join(parts[i:close + 1]))
+                i = close + 1
+                continue
+            out.append(parts[i])
+        else:
+            out.append(_IMAGE_START.sub(_as_link, parts[i]))
+        i += 1
+    return "".join(out)
+
+
+def _has_image(text: str) -> bool:
+    stack = list(_commonmark.parse(text))
+    while stack:
+        token = stack.pop()
+        if token.type == "image":
+            return True
+        stack.extend(token.children or ())
+    return False
 
 
 def code_block(text: str, info: str = "text") -> str:
@@ -201,7 +274,7 @@ def answer_markdown(*, header: str, body: str, sources: list[Mapping[str, Any]],
     """The answer message: badge and reason, the answer (so far), a notice, the numbered sources."""
     parts = [header, ""]
     if body.strip():
-        parts.append(body.rstrip() + (" " + CUT_OFF if cut_off else ""))
+        parts.append(images_as_links(body.rstrip()) + (" " + CUT_OFF if cut_off else ""))
     elif writing:
         parts.append("_writing the answer..._")
     elif cut_off:

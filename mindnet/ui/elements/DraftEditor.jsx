@@ -1,18 +1,68 @@
 // Interview draft editor (Chainlit custom element). Props: draft_id, markdown, note_type, title, warnings,
-// status ("editing" | "saved" | "discarded" | "error"), detail. The text typed here is
+// status ("editing" | "saved" | "discarded" | "error" | "conflict"), detail, conflict. The text typed here is
 // - kept in this browser (localStorage "mindnet.draft") at every keystroke, so a reload or a closed tab loses
 //   nothing: the page script (public/mindnet.js) hands it back to the server, which reopens the editor;
 // - sent to the server session (action draft_update) while typing, and kept in the element's props on blur,
 //   so switching to the chat and back never loses it.
-// Save / Download / Discard send the current text along. Below the text, link suggestions (Save & Analyze,
-// action draft_analyze) follow the text as it is typed (debounced): "Link" turns the mention into a wikilink,
-// "Edge" appends a `> [!edge] KIND: [[X]]` line, "Dismiss" hides it. They only change the draft's text.
+// Save / Download / Discard send the current text along. Preview shows the note as Markdown, its images as plain
+// links (nothing loads from another machine; the page's Content-Security-Policy blocks it anyway). When a note of
+// that name is in the vault (status "conflict"), its text (props.conflict.existing) and the draft are shown side by
+// side; the chat message below offers Overwrite (that version of the note, kept as a backup), a new name or Cancel,
+// and "Start from the vault's text" puts the note's text into the editor to merge by hand. Below the text, link
+// suggestions (Save & Analyze, action draft_analyze) follow the text as it is typed (debounced): "Link" turns the
+// mention into a wikilink, "Edge" appends a `> [!edge] KIND: [[X]]` line, "Dismiss" hides it. They only change the
+// draft's text.
 import { useEffect, useRef, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Textarea } from "@/components/ui/textarea";
+import { Markdown } from "@/components/markdown";
 
 const DRAFT_KEY = "mindnet.draft";
 const ANALYZE_DELAY_MS = 700;   // suggestions are asked for once typing pauses this long
+
+// Markdown images as plain links "[image: alt](url)", outside code (the rule of mindnet.ui.render.images_as_links)
+const IMAGE_START = /(?<!\\)((?:\\\\)*)!\[(\]?)/g;
+const FENCE_LINE = /^ {0,3}(`{3,}|~{3,})/;
+
+function linkImages(text) {
+  return text.replace(IMAGE_START, (m, slashes, empty) => (empty ? `${slashes}[image]` : `${slashes}[image: `));
+}
+
+function outsideCodeSpans(line) {
+  const parts = line.split(/(`+)/);
+  let out = "";
+  let i = 0;
+  while (i < parts.length) {
+    if (i % 2 === 1) {
+      let close = -1;
+      for (let j = i + 2; j < parts.length; j += 2) if (parts[j] === parts[i]) { close = j; break; }
+      if (close >= 0) { out += parts.slice(i, close + 1).join(""); i = close + 1; continue; }
+      out += parts[i];
+    } else {
+      out += linkImages(parts[i]);
+    }
+    i += 1;
+  }
+  return out;
+}
+
+function imagesAsLinks(text) {
+  let fence = "";
+  return text.split(/(?<=\n)/).map((line) => {
+    const m = line.match(FENCE_LINE);
+    if (fence) {
+      if (m && m[1][0] === fence[0] && m[1].length >= fence.length && !line.slice(m[0].length).trim()) fence = "";
+      return line;
+    }
+    if (m && !(m[1][0] === "`" && line.slice(m[0].length).includes("`"))) { fence = m[1]; return line; }
+    return outsideCodeSpans(line);
+  }).join("");
+}
+
+function splitFrontmatter(text) {
+  const m = text.match(/^---\r?\n([\s\S]*?)\r?\n---[ \t]*(\r?\n|$)/);
+  return m ? [m[1], text.slice(m[0].length)] : ["", text];
+}
 
 function kept(draftId) {
   try {
@@ -28,8 +78,10 @@ export default function DraftEditor() {
   const [text, setText] = useState(() => kept(props.draft_id) ?? (props.markdown || ""));
   const [busy, setBusy] = useState(false);
   const timer = useRef(null);
+  const [preview, setPreview] = useState(false);
   const status = props.status || "editing";
-  const editable = status === "editing" || status === "error";
+  const editable = status === "editing" || status === "error" || status === "conflict";
+  const conflict = status === "conflict" ? props.conflict : null;
 
   const keep = (value) => {
     try {
@@ -95,6 +147,15 @@ export default function DraftEditor() {
     setSuggestions({ ...suggestions, links: (suggestions.links || []).filter((x) => x.note_id !== s.note_id) });
     analyze(value);
   };
+  const startFromVault = () => {
+    const value = conflict.existing || "";
+    setText(value);
+    keep(value);
+    store(value);
+    setPreview(false);
+    analyze(value);
+  };
+  const [meta, body] = splitFrontmatter(text);
   const shown = suggestions && !suggestions.error
     ? (suggestions.links || []).filter((s) => !dismissed.includes(s.note_id)) : [];
 
@@ -114,22 +175,58 @@ export default function DraftEditor() {
         {props.title} · {props.note_type}
         {status === "saved" && <span data-testid="draft-status"> · saved to {props.detail}</span>}
         {status === "discarded" && <span data-testid="draft-status"> · discarded</span>}
-        {status === "error" && <span data-testid="draft-status"> · not saved: {props.detail}</span>}
+        {(status === "error" || status === "conflict") && (
+          <span data-testid="draft-status"> · not saved: {props.detail}</span>
+        )}
       </div>
       {(props.warnings || []).length > 0 && (
         <ul className="text-xs text-muted-foreground list-disc pl-4">
           {props.warnings.map((w, i) => <li key={i}>{w}</li>)}
         </ul>
       )}
-      <Textarea
-        data-testid="draft-text"
-        className="font-mono text-sm"
-        style={{ minHeight: 280 }}
-        value={text}
-        disabled={!editable || busy}
-        onChange={onChange}
-        onBlur={onBlur}
-      />
+      {conflict && (
+        <div className="text-xs" data-testid="draft-conflict"
+          style={{ display: "grid", gridTemplateColumns: "repeat(auto-fit, minmax(16rem, 1fr))", gap: "0.5rem" }}>
+          <div className="flex flex-col gap-1 min-w-0">
+            <div className="font-medium">In the vault now: {conflict.path}</div>
+            <pre data-testid="conflict-existing"
+              className="whitespace-pre-wrap break-words font-mono bg-muted rounded p-2 max-h-72 overflow-auto">
+              {conflict.existing ?? "(the note is gone: deleted or moved since)"}
+            </pre>
+          </div>
+          <div className="flex flex-col gap-1 min-w-0">
+            <div className="font-medium">Your draft</div>
+            <pre data-testid="conflict-draft"
+              className="whitespace-pre-wrap break-words font-mono bg-muted rounded p-2 max-h-72 overflow-auto">
+              {text}
+            </pre>
+          </div>
+          {conflict.existing != null && (
+            <Button size="sm" variant="outline" className="w-fit" data-testid="conflict-take" disabled={busy}
+              onClick={startFromVault}>Start from the vault's text</Button>
+          )}
+        </div>
+      )}
+      {preview ? (
+        <div className="flex flex-col gap-2 rounded-md border p-3 min-w-0" style={{ minHeight: 280 }}
+          data-testid="draft-preview">
+          {meta && (
+            <pre className="whitespace-pre-wrap break-words font-mono text-xs text-muted-foreground"
+              data-testid="draft-preview-meta">{meta}</pre>
+          )}
+          <Markdown allowHtml={false} latex={false}>{imagesAsLinks(body)}</Markdown>
+        </div>
+      ) : (
+        <Textarea
+          data-testid="draft-text"
+          className="font-mono text-sm"
+          style={{ minHeight: 280 }}
+          value={text}
+          disabled={!editable || busy}
+          onChange={onChange}
+          onBlur={onBlur}
+        />
+      )}
       {editable && suggestions && (
         <div className="flex flex-col gap-1 rounded-md border p-2 text-sm" data-testid="draft-suggestions">
           <div className="font-medium">Link suggestions</div>
@@ -175,6 +272,9 @@ export default function DraftEditor() {
           <Button data-testid="draft-save" disabled={busy} onClick={() => run("draft_save")}>Save to vault</Button>
           <Button data-testid="draft-download" variant="outline" disabled={busy} onClick={() => run("draft_download")}>Download</Button>
           <Button data-testid="draft-discard" variant="ghost" disabled={busy} onClick={() => run("draft_discard")}>Discard</Button>
+          <Button data-testid="draft-preview-toggle" variant="ghost" onClick={() => setPreview(!preview)}>
+            {preview ? "Edit" : "Preview"}
+          </Button>
         </div>
       )}
     </div>
