@@ -73,7 +73,7 @@ def test_dry_run_prints_payloads_without_qdrant_or_embeddings(env, tmp_path, fak
     assert [c["chunk_id"] for c in data["chunks"]] == ["a#c01", "b#c01"]
     assert sorted(
         (e["source_id"], e["kind"], e["target_id"]) for e in data["edges"] if e["kind"] == "references"
-    ) == [("a#c01", "references", "Missing"), ("a#c01", "references", "b"), ("b#c01", "references", "a")]
+    ) == [("a#c01", "references", "b"), ("a#c01", "references", "missing"), ("b#c01", "references", "a")]
     assert (data["issues"], (tmp_path / "qdrant").exists(), fake_ollama.recorded()) == ([], False, [])
 
 
@@ -84,7 +84,7 @@ def test_check_passes_on_a_fresh_import_and_lists_unresolved_links(env, capsys) 
     data = json.loads(capsys.readouterr().out)
     assert (data["ok"], data["notes"], data["chunks"]) == (True, 2, 2)
     # one line per unresolved link, as in the import report (the type's default edge repeating it is not listed)
-    assert data["unresolved"] == [{"note_id": "a", "target": "Missing", "kind": "references"}]
+    assert data["unresolved"] == [{"note_id": "a", "target": "missing", "kind": "references", "text": "Missing"}]
 
 
 def test_check_fails_on_an_index_broken_on_purpose(env, tmp_path, capsys) -> None:

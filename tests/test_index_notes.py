@@ -92,16 +92,16 @@ def test_an_imported_moc_is_flagged_damped_below_the_note_it_lists_and_explained
         notes = {p.payload["title"]: p.payload for p in scroll_points(app.client, names("t")["notes"],
                                                                        fields=["title", "type", "index_note"])}
         assert {t: (p["type"], p["index_note"]) for t, p in notes.items()} == {
-            "Karate": ("index", True), "Kata 1": ("concept", False), "Kumite": ("concept", False)}
+            "Karate MOC": ("index", True), "Kata 1": ("concept", False), "Kumite": ("concept", False)}
         chunks = list(scroll_points(app.client, names("t")["chunks"], fields=["title", "index_note"]))
         assert {c.payload["title"]: c.payload["index_note"] for c in chunks} == {
-            "Karate": True, "Kata 1": False, "Kumite": False}
+            "Karate MOC": True, "Kata 1": False, "Kumite": False}
         retriever = MindnetRetriever.from_settings(settings, client=app.client, embed_model=app.embed_model)
         # the MOC names "kata" 9 times, the article 3 times: the damping keeps the article above the list
         hits = retriever.search(QueryRequest(query="kata", mode="hybrid", top_k=3)).nodes
         order = [h.node.metadata["title"] for h in hits]
-        assert order.index("Kata 1") < order.index("Karate")
-        moc = next(h for h in hits if h.node.metadata["title"] == "Karate").node.metadata
+        assert order.index("Kata 1") < order.index("Karate MOC")
+        moc = next(h for h in hits if h.node.metadata["title"] == "Karate MOC").node.metadata
         assert moc["score_breakdown"]["retriever_weight"] == 0.3
         assert "index note (mostly links to other notes): damped (x0.3)" in moc["explanation"]["reasons"]
     finally:

@@ -50,7 +50,7 @@ EMBED_MAX_CHARS = 4000   # beyond what the models read (e5: 512 tokens); a paste
 
 
 # Payload fields `embedding_text` reads (phase 2 reads only these from a stored chunk).
-EMBED_FIELDS = ["title", "aliases", "heading_path", "window", "text"]
+EMBED_FIELDS = ["title", "names", "aliases", "heading_path", "window", "text"]
 
 
 def embedding_input(node: BaseNode) -> str:
@@ -59,12 +59,32 @@ def embedding_input(node: BaseNode) -> str:
     return embedding_text(node.metadata, node.get_content())
 
 
+def _same_name(name: str) -> str:
+    """A name as compared for repeats: 'lena-hoffmann', 'Lena Hoffmann' and 'lena_hoffmann' are one name."""
+    return " ".join("".join(ch if ch.isalnum() else " " for ch in name.casefold()).split())
+
+
+def known_names(meta: dict[str, Any]) -> list[str]:
+    """The names a chunk's note is known by, each once: its frontmatter title and first heading (`names`), its
+    name (the file name, `title`), then its aliases. A name repeating an earlier one in another spelling
+    ('lena-hoffmann' after 'Lena Hoffmann') is left out."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for name in [*(meta.get("names") or []), meta.get("title") or "", *(meta.get("aliases") or [])]:
+        name = str(name).strip()
+        key = _same_name(name) or name.casefold()
+        if name and key not in seen:
+            seen.add(key)
+            out.append(name)
+    return out
+
+
 def heading_trail(meta: dict[str, Any]) -> str:
-    """The headings above the chunk joined by " > ", without a top heading that only repeats the title, and
-    without the chunk's own heading when its text opens with it (the text shows it already)."""
-    title = str(meta.get("title") or "").strip()
+    """The headings above the chunk joined by " > ", without a top heading that only repeats a name of the note,
+    and without the chunk's own heading when its text opens with it (the text shows it already)."""
+    names = {_same_name(n) for n in known_names(meta)}
     headings = [str(h).strip() for h in meta.get("heading_path") or [] if str(h).strip()]
-    if headings and headings[0].casefold() == title.casefold():
+    if headings and _same_name(headings[0]) in names:
         headings = headings[1:]
     first = str(meta.get("text") or "").lstrip().split("\n", 1)[0].lstrip("#").strip().casefold()
     if headings and first == headings[-1].casefold():
@@ -74,17 +94,12 @@ def heading_trail(meta: dict[str, Any]) -> str:
 
 def context_header(meta: dict[str, Any]) -> str:
     """The chunk's place in the vault, put before its text so a chunk deep in a note still says what it is
-    about: the note title with its aliases in brackets (a name in the other language, an abbreviation), then
-    the `heading_trail`. A note without aliases and headings (e.g. a BEIR document) gets just its title."""
-    title = str(meta.get("title") or "").strip()
-    seen = {title.casefold()}
-    aliases = []
-    for alias in meta.get("aliases") or []:
-        alias = str(alias).strip()
-        if alias and alias.casefold() not in seen:
-            seen.add(alias.casefold())
-            aliases.append(alias)
-    lines = [f"{title} ({', '.join(aliases)})" if aliases else title, heading_trail(meta)]
+    about: the names the note is known by (`known_names`: its title or first heading, then its file name, with
+    the others and its aliases in brackets: a name in the other language, an abbreviation), then the
+    `heading_trail`. A note without extra names, aliases and headings (e.g. a BEIR document) gets its name."""
+    names = known_names(meta)
+    lines = [f"{names[0]} ({', '.join(names[1:])})" if len(names) > 1 else (names[0] if names else ""),
+             heading_trail(meta)]
     return "\n".join(line for line in lines if line)
 
 
@@ -143,6 +158,7 @@ class MarkdownNoteParser(NodeParser):
             checkpoint(chunk.start_line, CHECK_EVERY)
             metadata = {
                 "chunk_id": ids[n], "note_id": note.note_id, "ord": n + 1, "title": note.title,
+                "names": list(note.names),
                 "path": note.path, "type": note.type, "retriever_weight": spec.retriever_weight,
                 "index_note": note.type == self.types_config.index_type(),
                 "chunk_profile": spec.chunk_profile, "tags": list(note.tags), "aliases": list(note.aliases),

@@ -26,7 +26,8 @@ class IntegrityReport:
     chunks: int = 0
     edges: int = 0
     dangling_edges: list[dict] = field(default_factory=list)      # resolved edges whose end does not exist
-    unresolved: list[dict] = field(default_factory=list)          # links to notes that do not exist (yet)
+    unresolved: list[dict] = field(default_factory=list)          # links to notes that do not exist (yet): the
+                                                                  # normalised target and the link as written
     orphan_chunks: list[str] = field(default_factory=list)        # chunks whose note is gone
     missing_chunks: list[str] = field(default_factory=list)       # chunks a note lists that are not stored
     unlisted: list[str] = field(default_factory=list)             # chunks/edges their note does not list
@@ -88,7 +89,8 @@ def _check(client: QdrantClient, prefix: str) -> IntegrityReport:
         if not e.get("resolved", True):
             if str(e.get("rule_id", "")).startswith(("edge_defaults", "attachment")):
                 continue   # a default edge repeats a link already counted; an attachment is a file, not a note
-            report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"]})
+            report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"],
+                                      "text": e.get("target_text")})
         elif e["source_id"] not in known or e["target_id"] not in known:
             report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
     report.missing_indexes = missing_payload_indexes(client, prefix)
