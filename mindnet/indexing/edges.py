@@ -197,6 +197,7 @@ def link_note(note: Note, nodes: list[TextNode], resolver: LinkResolver, types: 
         edges += mention_edges(note, candidates, mentions, types.mentions.confidence)
     out.edges = _dedupe(edges)
     out.lookups = sorted(lookups)
+    out.issues.sort(key=lambda i: i.line or 0)
     return out
 
 

@@ -97,3 +97,47 @@ def _check(client: QdrantClient, prefix: str) -> IntegrityReport:
     report.unembedded = count_without_vector(client, prefix)
     report.snapshot = snapshot_status(client, prefix)
     return report
+
+
+# rules of edges a link wrote (not structure, type defaults or mentions)
+LINK_RULE_PREFIXES = ("explicit:", "inline:", "callout:", "attachment:")
+RULE_WORDS = {"path": "by path", "name": "by file name", "self": "inside this note", "id": "by id",
+              "alias": "through an alias", "title": "by title", "unresolved": "unresolved"}
+
+
+@dataclass
+class LinkAudit:
+    """What every link of a note resolved to, as `mindnet check --links` lists it."""
+
+    path: str
+    links: list[dict] = field(default_factory=list)
+
+
+def link_audit(client: QdrantClient, prefix: str) -> list[LinkAudit]:
+    """Per note (by path), each link edge: as written (`text`, `anchor`), its rule id and kind, what it resolved
+    to (`target`: a path, or the normalised target of an unresolved link; `section`: the anchor when it found
+    its heading or block), by which resolver rule (`by`), and how many notes shared the name it resolved by.
+    One line per distinct link of a chunk (a link written twice in one chunk is one edge)."""
+    coll = names(prefix)
+    if any(not client.collection_exists(coll[k]) for k in ("notes", "edges")):
+        return []
+    paths = {p["note_id"]: p.get("path", "") for p in scroll_payloads(client, coll["notes"], ["note_id", "path"])}
+    audits: dict[str, LinkAudit] = {}
+    for _, e in iter_payloads(client, coll["edges"]):
+        if not str(e.get("rule_id", "")).startswith(LINK_RULE_PREFIXES):
+            continue
+        target = str(e.get("target_id", ""))
+        note, _, chunk = target.rpartition("#c") if "#c" in target else (target, "", "")
+        resolved = bool(e.get("resolved", True))
+        by = e.get("resolved_by") or ("attachment" if e.get("kind") == "attachment" else
+                                      "resolved" if resolved else "unresolved")
+        row = {"text": e.get("target_text"), "anchor": e.get("anchor"), "rule_id": e.get("rule_id"),
+               "kind": e.get("kind"), "by": by, "resolved": resolved,
+               "target": paths.get(note, note) if resolved else target,
+               "section": e.get("anchor") if resolved and chunk else None,
+               "candidates": int(e.get("candidates") or 1), "source": e.get("source_id")}
+        source = paths.get(e.get("note_id", ""), e.get("note_id", ""))
+        audits.setdefault(source, LinkAudit(source)).links.append(row)
+    for audit in audits.values():
+        audit.links.sort(key=lambda r: (str(r["source"]), str(r["text"]), str(r["anchor"] or ""), str(r["kind"])))
+    return [audits[p] for p in sorted(audits)]
