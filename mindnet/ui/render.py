@@ -112,9 +112,11 @@ def plain_reasons(hit: Mapping[str, Any], limit: int = 4) -> list[str]:
     if (_num(b, "centrality_bonus") or 0) >= 0.5:   # PageRank in the result subgraph, max 1
         out.append("central among the found notes (many of them link to it)")
     for e in list(expl.get("incoming") or [])[:limit]:
-        out.append(f"linked from '{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
+        at = f", to its section '{e['section']}'" if e.get("section") else ""
+        out.append(f"linked from '{e.get('other_title') or e.get('other_id')}'{at} ({edge_words(e.get('kind'))})")
     for e in list(expl.get("outgoing") or [])[:limit]:
-        out.append(f"links to '{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
+        at = f"the section '{e['section']}' of " if e.get("section") else ""
+        out.append(f"links to {at}'{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
     more = sum(max(len(expl.get(k) or []) - limit, 0) for k in ("incoming", "outgoing"))
     if more:
         out.append(f"and {more} more link{'s' if more != 1 else ''} (see the details)")
