@@ -514,9 +514,9 @@ class Mindnet:
         with self.index_lock:
             if not self.client.collection_exists(notes):
                 return []
-            points = list(scroll_points(self.client, notes, fields=["title", "type", "edge_ids"]))
-        return [{"title": p.payload.get("title"), "type": p.payload.get("type"),
-                 "links": len(p.payload.get("edge_ids") or [])} for p in points]
+            points = list(scroll_points(self.client, notes, fields=["title", "names", "type", "edge_ids"]))
+        return [{"title": p.payload.get("title"), "names": list(p.payload.get("names") or []),
+                 "type": p.payload.get("type"), "links": len(p.payload.get("edge_ids") or [])} for p in points]
 
     def close(self) -> None:
         if "client" in self.__dict__:
