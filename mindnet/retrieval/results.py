@@ -13,7 +13,8 @@ def hit_dict(n: NodeWithScore, *, explain: bool = True) -> dict[str, Any]:
     meta = n.node.metadata
     hit = {
         "node_id": meta.get("chunk_id", n.node.node_id), "note_id": meta.get("note_id"),
-        "title": meta.get("title"), "path": meta.get("path"), "type": meta.get("type"),
+        "title": meta.get("title"), "names": list(meta.get("names") or []), "path": meta.get("path"),
+        "type": meta.get("type"),
         "heading_path": meta.get("heading_path", []), "score": n.score, "text": meta.get("text", n.node.get_content()),
         "score_breakdown": meta.get("score_breakdown"),
     }

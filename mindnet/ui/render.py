@@ -153,7 +153,8 @@ def source_props(index: int, hit: Mapping[str, Any], *, query: str, query_id: st
     path = str(hit.get("path") or "")
     b = hit.get("score_breakdown") or {}
     return {
-        "index": index, "title": str(hit.get("title") or hit.get("note_id") or "?"), "path": path,
+        "index": index, "title": str(hit.get("title") or hit.get("note_id") or "?"),
+        "names": [str(n) for n in hit.get("names") or []], "path": path,
         "open_url": open_url(path) if path else "", "type": str(hit.get("type") or ""),
         "section": " > ".join(map(str, hit.get("heading_path") or [])),
         "score": _fmt(hit.get("score")), "breakdown": breakdown_line(b), "rows": breakdown_rows(b),
@@ -166,7 +167,10 @@ def source_props(index: int, hit: Mapping[str, Any], *, query: str, query_id: st
 def source_summary(index: int, hit: Mapping[str, Any]) -> str:
     """One line under the answer; "[n]" links to the source's panel (the element of that name)."""
     title = escape(hit.get("title") or hit.get("note_id") or "?")
-    return f"- {source_name(index)} **{title}** · {escape(hit.get('path') or '')} · score {_fmt(hit.get('score'))}"
+    names = [str(n) for n in hit.get("names") or []]
+    beside = f" ({escape(names[0])})" if names else ""     # the file name is the name; its title beside it
+    return (f"- {source_name(index)} **{title}**{beside} · {escape(hit.get('path') or '')} · "
+            f"score {_fmt(hit.get('score'))}")
 
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
