@@ -97,6 +97,14 @@ def test_context_header_leads_with_the_written_name_and_leaves_out_repeats_of_it
                            "heading_path": ["Qdrant Benchmark", "Setup"], "text": "x"}) == \
         "Qdrant Benchmark (2025-04-02 Qdrant Benchmark)\nSetup"
     assert context_header({"title": "ollama", "names": [], "aliases": [], "text": "x"}) == "ollama"
+    # aliases keep their place after the written names; the file name comes last, when it adds words
+    assert context_header({"title": "lokal-vor-cloud", "names": ["Wert: Lokal vor Cloud"],
+                           "aliases": ["Lokal vor Cloud", "local-first"], "text": "x"}) == \
+        "Wert: Lokal vor Cloud (Lokal vor Cloud, local-first)"
+    assert context_header({"title": "rag-paper-2020", "names": ["Lewis 2020"], "aliases": ["RAG paper"],
+                           "text": "x"}) == "Lewis 2020 (RAG paper, rag-paper-2020)"
+    assert context_header({"title": "rag-paper", "names": ["Lewis 2020"], "aliases": ["RAG paper"],
+                           "text": "x"}) == "Lewis 2020 (RAG paper)"      # the file name respells an alias
 
 
 def test_context_header_names_the_note_and_the_section_without_repeating_the_title() -> None:

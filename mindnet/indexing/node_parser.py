@@ -65,17 +65,17 @@ def _same_name(name: str) -> str:
 
 
 def known_names(meta: dict[str, Any]) -> list[str]:
-    """The names a chunk's note is known by, each once: its frontmatter title and first heading (`names`), its
-    name (the file name, `title`), then its aliases. A name repeating an earlier one in another spelling
-    ('lena-hoffmann' after 'Lena Hoffmann') is left out."""
+    """The names a chunk's note is known by, each once (any case): its frontmatter title and first heading
+    (`names`) or else its file name (`title`), then its aliases, then the file name when it adds words ('2025-04-02
+    Qdrant Benchmark' beside the heading 'Qdrant Benchmark'; not 'lena-hoffmann' beside 'Lena Hoffmann')."""
+    written = [str(n).strip() for n in meta.get("names") or [] if str(n).strip()]
+    name = str(meta.get("title") or "").strip()
     out: list[str] = []
-    seen: set[str] = set()
-    for name in [*(meta.get("names") or []), meta.get("title") or "", *(meta.get("aliases") or [])]:
-        name = str(name).strip()
-        key = _same_name(name) or name.casefold()
-        if name and key not in seen:
-            seen.add(key)
-            out.append(name)
+    for candidate in [*(written or [name]), *(str(a).strip() for a in meta.get("aliases") or [])]:
+        if candidate and candidate.casefold() not in {n.casefold() for n in out}:
+            out.append(candidate)
+    if written and name and _same_name(name) not in {_same_name(n) for n in out}:
+        out.append(name)
     return out
 
 
