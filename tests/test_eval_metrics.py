@@ -221,7 +221,7 @@ def test_slugify(title: str, expected: str) -> None:
 
 @pytest.mark.parametrize(("title", "shared", "expected"), [
     ("Alpha", False, "Alpha.md"),                       # a note's name is its file name: the title
-    ("Alpha", True, "Alpha (a6b3916b).md"),             # shared by several documents: blake2b(b"d1", 4 bytes)
+    ("Alpha", True, "a6b3916b/Alpha.md"),               # shared by several documents: blake2b(b"d1", 4 bytes)
     ("The Legend of Zelda: Twilight Princess", False, "The Legend of Zelda Twilight Princess.md"),
     ("EMC EA/EB", False, "EMC EA EB.md"),              # no folders, nothing a link cannot hold
     ("[[x]] #y ^z | w", False, "x y z w.md"),
@@ -233,8 +233,8 @@ def test_note_filename_is_the_title_as_an_obsidian_file_name(title: str, shared:
 
 def test_write_as_vault_returns_unique_relative_paths(tmp_path: Path) -> None:
     paths = write_as_vault(load_beir(_write_beir(tmp_path / "tiny")), tmp_path / "vault")
-    # d1 and d3 share the title "Alpha": both get their id's hash; d2 has no title and is named by its id
-    assert paths == {"d1": "Alpha (a6b3916b).md", "d2": "d2.md",
+    # d1 and d3 share the title "Alpha": each goes into a folder named by its id's hash; d2 is named by its id
+    assert paths == {"d1": "a6b3916b/Alpha.md", "d2": "d2.md",
                      "d3": note_filename(BeirDocument("d3", "Alpha", ""), True)}
     assert len(set(paths.values())) == 3
 

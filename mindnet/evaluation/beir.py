@@ -178,12 +178,12 @@ def file_name(title: str) -> str:
 
 def note_filename(doc: BeirDocument, shared: bool = False) -> str:
     """The document's title as its note's file name (a note's name is its file name, as in Obsidian), so a
-    corpus reads like a vault a user keeps. `shared`: other documents have the same title; the name then ends
-    in ` (<8 hex of blake2b(id)>)`, unique per id."""
+    corpus reads like a vault a user keeps. `shared`: other documents have the same title; the note then goes
+    into a folder of its own, `<8 hex of blake2b(id)>/`, as a vault keeps two notes of one name."""
     name = file_name(doc.title or doc.id)
     if not shared:
         return f"{name}.md"
-    return f"{name} ({hashlib.blake2b(doc.id.encode('utf-8'), digest_size=4).hexdigest()}).md"
+    return f"{hashlib.blake2b(doc.id.encode('utf-8'), digest_size=4).hexdigest()}/{name}.md"
 
 
 def note_filenames(docs: list[BeirDocument]) -> dict[str, str]:
@@ -215,6 +215,7 @@ def write_as_vault(dataset: BeirDataset, folder: str | Path) -> dict[str, str]:
             raise VaultError(f"documents {owners[name.casefold()]!r} and {doc.id!r} map to the same note file",
                              path=str(root / name), hint="rename one of the document ids")
         owners[name.casefold()] = doc.id
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(render_note(doc), encoding="utf-8")
         paths[doc.id] = name
     logger.info("wrote %d notes of %s to %s", len(paths), dataset.name, root)
