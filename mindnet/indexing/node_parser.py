@@ -67,14 +67,15 @@ def _same_name(name: str) -> str:
 def known_names(meta: dict[str, Any]) -> list[str]:
     """The names a chunk's note is known by, each once (any case): its frontmatter title and first heading
     (`names`) or else its file name (`title`), then its aliases, then the file name when it adds words ('2025-04-02
-    Qdrant Benchmark' beside the heading 'Qdrant Benchmark'; not 'lena-hoffmann' beside 'Lena Hoffmann')."""
+    Qdrant Benchmark' beside the heading 'Qdrant Benchmark'; not 'lena-hoffmann' beside 'Lena Hoffmann', nor
+    'ollama-for-local-inference' beside 'Decision: Ollama for local inference')."""
     written = [str(n).strip() for n in meta.get("names") or [] if str(n).strip()]
     name = str(meta.get("title") or "").strip()
     out: list[str] = []
     for candidate in [*(written or [name]), *(str(a).strip() for a in meta.get("aliases") or [])]:
         if candidate and candidate.casefold() not in {n.casefold() for n in out}:
             out.append(candidate)
-    if written and name and _same_name(name) not in {_same_name(n) for n in out}:
+    if written and name and not set(_same_name(name).split()) <= {w for n in out for w in _same_name(n).split()}:
         out.append(name)
     return out
 

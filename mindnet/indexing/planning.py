@@ -110,6 +110,21 @@ def _plan_note(note: Note, parser: MarkdownNoteParser, resolver: LinkResolver, t
     return planned
 
 
+def chunk_note(note: Note, parser: MarkdownNoteParser, types: TypesConfig, issues: list[Issue]
+               ) -> tuple[Note, list[TextNode]]:
+    """A note's chunks within the per-note budget (past it: the note cut where chunking got to, with a report
+    line), before any note is linked: links to its headings target the chunks it gets here."""
+    def attempt(lines: int | None) -> tuple[Note, list[TextNode]]:
+        cut = note if lines is None else cut_note(note, lines, types)
+        return cut, parser.note_to_nodes(cut)
+
+    (cut, nodes), kept = within_budget(types.note_budget_seconds, attempt)
+    if kept is not None:
+        issues.append(Issue("warning", note.path, budget_warning("chunking", types, kept, note.body.count("\n") + 1),
+                            note.body_line + kept))
+    return cut, nodes
+
+
 def keep_anchor_targets(planned: list[PlannedNote], entries: dict[str, NoteEntry]) -> list[PlannedNote]:
     """Edges to a chunk that its note no longer has (a note cut at its budget after the others were linked to
     its chunks) point at the note instead."""
@@ -165,9 +180,10 @@ def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",
     notes, issues = scan_vault(vault, types, owners=owners, on_note=chunk if on_chunked else None)
     report.issues.extend(issues)
     # every note is chunked before any is linked: a link to a heading targets the chunk holding it
-    for note in notes:
+    for i, note in enumerate(notes):
         if id(note) not in chunked:
-            chunked[id(note)] = parser.note_to_nodes(note)
+            notes[i], nodes = chunk_note(note, parser, types, report.issues)
+            chunked[id(notes[i])] = nodes
     resolver = LinkResolver(notes, anchors={n.note_id: anchor_chunks(n, chunked[id(n)]) for n in notes})
     mentions = MentionIndex(notes, types.mentions) if types.mentions.enabled else None
     planned = [_plan_note(note, parser, resolver, types, mentions, model_key, report.issues, chunked.get(id(note)))
@@ -290,7 +306,10 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
 
     # notes whose edges may differ although their file did not change; the changed notes are chunked first, as
     # a link to one of their headings targets the chunk holding it
-    chunked = {nid: parser.note_to_nodes(n) for nid, n in changed.items()}
+    chunked: dict[str, list[TextNode]] = {}
+    for nid in list(changed):
+        changed[nid], chunked[nid] = chunk_note(changed[nid], parser, types, issues)
+    current = [*kept.values(), *changed.values()]
     resolver = LinkResolver(current, anchors={nid: anchor_chunks(n, chunked[nid]) for nid, n in changed.items()})
     affected = state.linking(_differing(LinkResolver(state.entries.values()).mapping, resolver.mapping))
     mentions = None
