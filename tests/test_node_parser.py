@@ -84,27 +84,22 @@ def test_node_text_has_no_overlap_and_window_has_the_overlap(nodes) -> None:
     overlap = " ".join(f"alpha{i}" for i in range(85, 100))  # short profile: 15 words
     assert (second.text, second.metadata["text"]) == (text, text)
     assert second.metadata["window"] == f"{overlap}\n\n{text}"
-    # context header: the note's names (title, first heading, file name unless it repeats one, aliases), then the
-    # headings above the chunk (the top one repeats a name; "Kontakt" opens the chunk's text); then the window
-    assert embedding_input(second) == f"Anna Beispiel (Anna, Anna B)\n\n{overlap}\n\n{text}"
+    # context header: the note's written name (its frontmatter title) with its aliases, then the headings above
+    # the chunk ("Kontakt" opens the chunk's text, so the trail stops above it); then the window
+    assert embedding_input(second) == f"Anna Beispiel (Anna B)\nAnna\n\n{overlap}\n\n{text}"
 
 
-def test_context_header_leads_with_the_written_name_and_leaves_out_repeats_of_it() -> None:
+def test_context_header_names_the_note_by_its_written_name_and_aliases() -> None:
     from mindnet.indexing.node_parser import context_header
-    # a file name repeating the heading in another spelling is left out; one that adds words stays
+    # the frontmatter title (else the first heading) leads; the file name is the note's name, but the embedded
+    # text stays what it was when the written name was the note's name
     assert context_header({"title": "lena-hoffmann", "names": ["Lena Hoffmann"], "text": "x"}) == "Lena Hoffmann"
     assert context_header({"title": "2025-04-02 Qdrant Benchmark", "names": ["Qdrant Benchmark"],
-                           "heading_path": ["Qdrant Benchmark", "Setup"], "text": "x"}) == \
-        "Qdrant Benchmark (2025-04-02 Qdrant Benchmark)\nSetup"
+                           "heading_path": ["Qdrant Benchmark", "Setup"], "text": "x"}) == "Qdrant Benchmark\nSetup"
+    assert context_header({"title": "k", "names": ["Entscheidung: Kein Wettkampf", "Kein Wettkampf"],
+                           "aliases": ["no competition"], "heading_path": ["Kein Wettkampf", "Gründe"],
+                           "text": "x"}) == "Entscheidung: Kein Wettkampf (no competition)\nKein Wettkampf > Gründe"
     assert context_header({"title": "ollama", "names": [], "aliases": [], "text": "x"}) == "ollama"
-    # aliases keep their place after the written names; the file name comes last, when it adds words
-    assert context_header({"title": "lokal-vor-cloud", "names": ["Wert: Lokal vor Cloud"],
-                           "aliases": ["Lokal vor Cloud", "local-first"], "text": "x"}) == \
-        "Wert: Lokal vor Cloud (Lokal vor Cloud, local-first)"
-    assert context_header({"title": "rag-paper-2021", "names": ["Lewis 2020"], "aliases": ["RAG paper"],
-                           "text": "x"}) == "Lewis 2020 (RAG paper, rag-paper-2021)"       # "2021" is new
-    assert context_header({"title": "rag-paper-lewis-2020", "names": ["Lewis 2020"], "aliases": ["RAG paper"],
-                           "text": "x"}) == "Lewis 2020 (RAG paper)"      # every word of the file name is there
 
 
 def test_context_header_names_the_note_and_the_section_without_repeating_the_title() -> None:
@@ -125,7 +120,7 @@ def test_keyword_text_holds_the_names_and_headings_but_not_the_overlap(nodes) ->
     second = nodes[1]
     # BM25 reads the note's aliases like its title (a note looked up by "Anna B" must match that keyword), and the
     # headings above the chunk; the overlap from the previous chunk stays out (its words would count twice)
-    assert keyword_text(second.metadata) == f"title: Anna Beispiel (Anna, Anna B)\n\n{second.metadata['text']}"
+    assert keyword_text(second.metadata) == f"title: Anna Beispiel (Anna B)\nAnna\n\n{second.metadata['text']}"
     assert "alpha99" not in keyword_text(second.metadata)
     # a BEIR document (title only): LlamaIndex's node text, as before
     meta = {"title": "Doc", "aliases": [], "heading_path": [], "window": "w", "text": "t"}
