@@ -49,8 +49,8 @@ def _targets(app) -> dict[str, str]:
     out = {}
     for e in scroll_payloads(app.client, "t_edges", None):
         if e["kind"] == "references" and notes.get(e["note_id"]) == "a/index.md":
-            note, _, chunk = e["target_id"].partition("#c")
-            shown = notes.get(note, note) + (f"#c{chunk}" if chunk else "")
+            chunk = (e.get("target_chunk") or "").rpartition("#c")[2]
+            shown = notes.get(e["target_id"], e["target_id"]) + (f"#c{chunk}" if chunk else "")
             out[e["target_text"] + (f"#{e['anchor']}" if e.get("anchor") else "")] = shown
     return out
 

@@ -49,10 +49,11 @@ def resolve(tmp_path: Path, files: dict[str, str | bytes], source: str = "src.md
         return f"attachment:{edge.target_id}", report
     if not edge.resolved:
         return f"unresolved:{edge.target_id}", report
-    note_id, _, chunk = edge.target_id.partition("#c")
-    target = by_id[note_id]
-    where = "self" if note_id == src.note.note_id else target.note.path
-    if chunk:
+    target = by_id[edge.target_id]
+    where = "self" if edge.target_id == src.note.note_id else target.note.path
+    if edge.target_chunk:
+        note_id, _, chunk = edge.target_chunk.rpartition("#c")
+        assert note_id == edge.target_id
         first = target.nodes[int(chunk) - 1].get_content().split("\n", 1)[0].lstrip("#").strip()
         where += f"#{first}"
     return f"{where} ({edge.resolved_by})", report

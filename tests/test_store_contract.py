@@ -96,10 +96,10 @@ def _retrievers(kind: str, app: Mindnet) -> list[MindnetRetriever]:
 
 def test_import_writes_the_same_index_on_every_target(target) -> None:
     kind, app, report = target
-    assert (report.notes, report.chunks, report.edges) == (30, 88, 434)
+    assert (report.notes, report.chunks, report.edges) == (30, 88, 435)
     prefix = app.settings.collection_prefix
     counts = [app.client.count(names(prefix)[k], exact=True).count for k in ("notes", "chunks", "edges")]
-    assert counts == [30, 88, 434]
+    assert counts == [30, 88, 435]
     check = check_index(app.client, prefix)
     assert not check.broken and check.unembedded == 0
     assert missing_payload_indexes(app.client, prefix) == []     # a server has every payload index

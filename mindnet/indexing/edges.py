@@ -7,12 +7,15 @@ own: the link's edge carries them as extra kinds (`kinds: ["references", "relate
 `default_rule` and `default_confidence` are the default kinds' rule and confidence, and readers match a kind
 against `kinds` (`store.collections.edge_as` shows an edge as one of its kinds).
 
-Every edge goes from a chunk (`source_id`) to a note id, a chunk id, or - when the link does not resolve -
-its normalised target (`resolved: false`; `target_text` keeps the link as written). A link to a heading or
-block (`[[Qdrant#Setup]]`, `[[a#^id]]`) keeps its `anchor` and targets the chunk that holds it (the note when
-the anchor does not exist, with a report line); a link inside the note (`[[#Setup]]`) is an edge from chunk
-to chunk. `resolved_by` says by which rule the link resolved (`mindnet.indexing.resolver`: path, name, self,
-id, alias, title). Because all edges are derived again on each import from the current set of notes, an
+Every edge goes from a chunk (`source_id`) to a note id, a chunk id (structure), or - when the link does not
+resolve - its normalised target (`resolved: false`; `target_text` keeps the link as written). A link to a
+heading or block (`[[Qdrant#Setup]]`, `[[a#^id]]`) keeps its `anchor` and targets the chunk that holds it
+(`target_chunk`; none when the anchor does not exist, with a report line); `target_id` stays the note, so every
+reader of note-level links (graph, snapshot, a Qdrant server's filters) reads it as before. A link inside the
+note (`[[#Setup]]`) is an edge from its chunk to the note, `target_chunk` the chunk it names. One edge per
+chunk, target note and kind: of two sections of one note linked from one chunk, the first is kept.
+`resolved_by` says by which rule the link resolved (`mindnet.indexing.resolver`: path, name, self, id, alias,
+title). Because all edges are derived again on each import from the current set of notes, an
 unresolved edge heals as soon as a matching note appears.
 """
 
@@ -62,6 +65,7 @@ class Edge:
     anchor: str | None = None        # the link's #anchor as written (a heading, or ^block)
     resolved_by: str | None = None   # the resolver rule of a link (path, name, self, id, alias, title)
     candidates: int = 0              # notes sharing the name it resolved by, when more than one
+    target_chunk: str | None = None  # the chunk of the target note holding the anchor's heading or block
 
     @property
     def edge_id(self) -> str:
@@ -73,8 +77,8 @@ class Edge:
 
     def payload(self) -> dict:
         """The stored payload: the fields in declaration order (`extra_kinds` as `kinds`; the default's rule and
-        confidence only with extra kinds; anchor, resolved_by and candidates only when set), then `kinds` and
-        `edge_id`. Built by hand: `dataclasses.asdict` deep-copies field by field and cost ~50 s of a 10,000-note
+        confidence only with extra kinds; anchor, resolved_by, candidates, target_chunk only when set), then `kinds`
+        and `edge_id`. Built by hand: `dataclasses.asdict` deep-copies field by field and cost ~50 s of a 10,000-note
         import under a profiler (271k edges, each payload built twice: for the edges hash and for the write)."""
         data = {"source_id": self.source_id, "target_id": self.target_id, "kind": self.kind,
                 "rule_id": self.rule_id, "confidence": self.confidence, "note_id": self.note_id,
@@ -88,6 +92,8 @@ class Edge:
             data["resolved_by"] = self.resolved_by
         if self.candidates > 1:
             data["candidates"] = self.candidates
+        if self.target_chunk is not None:
+            data["target_chunk"] = self.target_chunk
         data["kinds"] = [self.kind, *self.extra_kinds]
         data["edge_id"] = self.edge_id
         return data
@@ -183,10 +189,11 @@ def link_note(note: Note, nodes: list[TextNode], resolver: LinkResolver, types: 
             edge = _link_edge(note, cid, ref, resolver, out, lookups)
             if edge is None:
                 continue
-            linked.add(edge.target_id.split("#c", 1)[0] if edge.resolved else edge.target_id)
-            # the type's default kinds ride on the link's edge (see the module docstring)
+            linked.add(edge.target_id)
+            # the type's default kinds ride on the link's edge (see the module docstring); not on a link inside
+            # the note
             defaults = tuple(k for k in spec.edge_defaults if k != ref.kind) \
-                if ref.rule_id.startswith("explicit:") and edge.resolved_by != "self" else ()
+                if ref.rule_id.startswith("explicit:") and edge.target_id != note.note_id else ()
             edges.append(replace(edge, confidence=rule_confidence[ref.rule_id], extra_kinds=defaults,
                                  default_rule=f"edge_defaults:{note.type}" if defaults else None,
                                  default_confidence=conf.default_edge if defaults else None))
@@ -222,21 +229,22 @@ def _link_edge(note: Note, cid: str, ref: LinkRef, resolver: LinkResolver, out: 
     if res.note_id is None:
         return Edge(cid, res.target, ref.kind, ref.rule_id, 1.0, note.note_id, resolved=False,
                     target_text=ref.target, anchor=ref.anchor, resolved_by="unresolved")
-    target = res.note_id
+    section: str | None = None
     if ref.anchor is not None:
         number, keys, problem = resolver.resolve_anchor(res.note_id, ref.anchor)
         lookups.update(keys)
         if number is not None:
-            target = chunk_id(res.note_id, number)   # the chunk ids the parser gives
+            section = chunk_id(res.note_id, number)   # the chunk ids the parser gives
         else:
             out.anchors_missing += 1
             written = f"{ref.target}#{ref.anchor}" if ref.target else f"#{ref.anchor}"
             out.issues.append(_issue(note, ref.line, f"{problem}: '{written[:80]}' links to the whole note "
                                                      f"instead (fix: correct the anchor or add the heading)"))
-    if target == note.note_id or target == cid:
+    if (res.note_id == note.note_id and section is None) or section == cid:
         return None      # a note linking to itself (or a chunk to itself) adds nothing to the graph
-    return Edge(cid, target, ref.kind, ref.rule_id, 1.0, note.note_id, target_text=ref.target, anchor=ref.anchor,
-                resolved_by=res.rule, candidates=res.candidates if res.candidates > 1 else 0)
+    return Edge(cid, res.note_id, ref.kind, ref.rule_id, 1.0, note.note_id, target_text=ref.target,
+                anchor=ref.anchor, resolved_by=res.rule, candidates=res.candidates if res.candidates > 1 else 0,
+                target_chunk=section)
 
 
 def mention_edges(note: Note, candidates: list[tuple[str, str, str]], mentions: MentionIndex,

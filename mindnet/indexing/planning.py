@@ -126,18 +126,22 @@ def chunk_note(note: Note, parser: MarkdownNoteParser, types: TypesConfig, issue
 
 
 def keep_anchor_targets(planned: list[PlannedNote], entries: dict[str, NoteEntry]) -> list[PlannedNote]:
-    """Edges to a chunk that its note no longer has (a note cut at its budget after the others were linked to
-    its chunks) point at the note instead."""
+    """A link's section (`target_chunk`) that its note no longer has (a note cut at its budget after the others
+    were linked to its chunks) is dropped: the link targets the note (a link inside the note then goes)."""
     chunks = {p.note.note_id: len(p.nodes) for p in planned}
-    out = []
     for p in planned:
-        fixed = [_to_note(e) if e.resolved and "#c" in e.target_id and not _has_chunk(e.target_id, chunks, entries)
-                 else e for e in p.edges]
-        if any(a is not b for a, b in zip(fixed, p.edges, strict=True)):
-            p.edges = fixed
-            p.edges_hash = edges_fingerprint(fixed)
-        out.append(p)
-    return out
+        if not any(e.target_chunk is not None and not _has_chunk(e.target_chunk, chunks, entries) for e in p.edges):
+            continue
+        fixed = []
+        for e in p.edges:
+            if e.target_chunk is not None and not _has_chunk(e.target_chunk, chunks, entries):
+                if e.target_id == p.note.note_id:
+                    continue
+                e = replace(e, target_chunk=None)
+            fixed.append(e)
+        p.edges = fixed
+        p.edges_hash = edges_fingerprint(fixed)
+    return planned
 
 
 def _has_chunk(target: str, chunks: dict[str, int], entries: dict[str, NoteEntry]) -> bool:
@@ -147,10 +151,6 @@ def _has_chunk(target: str, chunks: dict[str, int], entries: dict[str, NoteEntry
         entry = entries.get(note_id)
         count = entry.chunks if entry is not None else None
     return count is None or (number.isdigit() and int(number) <= count)
-
-
-def _to_note(edge: Edge) -> Edge:
-    return replace(edge, target_id=edge.target_id.rpartition("#c")[0])
 
 
 def found_in(note: Note, mentions: MentionIndex) -> list[str]:

@@ -61,11 +61,11 @@ def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str], chunk:
     for e in sorted(edges, key=lambda e: -e["confidence"]):
         other = e["note_id"] if direction == "incoming" else note_of(e["target_id"])
         # a link to a heading or block that resolved targets the chunk holding it
-        section = e.get("anchor") if e.get("anchor") and note_of(e["target_id"]) != e["target_id"] else None
+        section = e.get("anchor") if e.get("anchor") and e.get("target_chunk") else None
         refs.append(EdgeRef(direction=direction, kind=e["kind"], rule_id=e["rule_id"], confidence=e["confidence"],
                             other_id=other, other_title=titles.get(other), resolved=e.get("resolved", True),
                             section=section, resolved_by=e.get("resolved_by"), written=e.get("target_text"),
-                            here=bool(section) and direction == "incoming" and e["target_id"] == chunk))
+                            here=bool(section) and direction == "incoming" and e.get("target_chunk") == chunk))
     return refs
 
 

@@ -91,7 +91,8 @@ def _check(client: QdrantClient, prefix: str) -> IntegrityReport:
                 continue   # a default edge repeats a link already counted; an attachment is a file, not a note
             report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"],
                                       "text": e.get("target_text")})
-        elif e["source_id"] not in known or e["target_id"] not in known:
+        elif e["source_id"] not in known or e["target_id"] not in known or \
+                (e.get("target_chunk") is not None and e["target_chunk"] not in chunk_ids):
             report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
     report.missing_indexes = missing_payload_indexes(client, prefix)
     report.unembedded = count_without_vector(client, prefix)
@@ -127,13 +128,13 @@ def link_audit(client: QdrantClient, prefix: str) -> list[LinkAudit]:
         if not str(e.get("rule_id", "")).startswith(LINK_RULE_PREFIXES):
             continue
         target = str(e.get("target_id", ""))
-        note, _, chunk = target.rpartition("#c") if "#c" in target else (target, "", "")
+        chunk = e.get("target_chunk")
         resolved = bool(e.get("resolved", True))
         by = e.get("resolved_by") or ("attachment" if e.get("kind") == "attachment" else
                                       "resolved" if resolved else "unresolved")
         row = {"text": e.get("target_text"), "anchor": e.get("anchor"), "rule_id": e.get("rule_id"),
                "kind": e.get("kind"), "by": by, "resolved": resolved,
-               "target": paths.get(note, note) if resolved else target,
+               "target": paths.get(target, target) if resolved else target,
                "section": e.get("anchor") if resolved and chunk else None,
                "candidates": int(e.get("candidates") or 1), "source": e.get("source_id")}
         source = paths.get(e.get("note_id", ""), e.get("note_id", ""))
