@@ -229,7 +229,7 @@ def test_mindnet_serve_leaves_a_current_start_file_when_it_stops(env: Settings, 
             time.sleep(0.1)
         assert httpx.post(f"{url}/query", json=QUERIES[0], timeout=60).json()["hits"], \
             (tmp_path / "serve.log").read_text(errors="replace")
-        (Path(env.vault_root) / "concepts" / "zebrafisch.md").write_text(
+        (Path(env.vault_root) / "concepts" / "Zebrafisch.md").write_text(
             "---\ntitle: Zebrafisch\ntype: concept\n---\nDer Zebrafisch ist ein Modellorganismus.\n")
         assert httpx.post(f"{url}/ingest", json={}, timeout=120).status_code == 200
         chunks = httpx.get(f"{url}/health", timeout=5).json()["collections"]["chunks"]

@@ -50,7 +50,10 @@ def test_a_source_shows_its_file_name_with_its_title_beside_it() -> None:
                            "incoming": [{"kind": "references", "other_title": "Index", "section": "Method"}]}}
     assert render.source_summary(1, hit).startswith("- [1] **rag-paper** (Lewis et al. 2020 – \\*RAG\\*) · ")
     props = render.source_props(1, hit, query="q", query_id="q1")
-    assert props["names"] == ["Lewis et al. 2020 – *RAG*"]
+    assert (props["title"], props["names"]) == ("rag-paper (Lewis et al. 2020 – *RAG*)", ["Lewis et al. 2020 – *RAG*"])
+    same = {**HIT, "title": "qdrant", "names": ["Qdrant"]}            # only the case differs: the name alone
+    assert (render.source_props(1, same, query="q", query_id="q")["title"],
+            render.source_summary(1, same).startswith("- [1] **qdrant** · ")) == ("qdrant", True)
     assert "links to the section 'Setup' of 'Qdrant' (wikilink)" in props["why"]
     assert "linked from 'Index', to its section 'Method' (wikilink)" in props["why"]
 

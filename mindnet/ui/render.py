@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from mindnet.chat.engine import ChatRequest, ChatTurn
+from mindnet.retrieval.results import shown_name, written_title
 
 _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+!|~>:$])")   # ':' starts a directive, '$' math
 MAX_EDGES = 8
@@ -153,7 +154,7 @@ def source_props(index: int, hit: Mapping[str, Any], *, query: str, query_id: st
     path = str(hit.get("path") or "")
     b = hit.get("score_breakdown") or {}
     return {
-        "index": index, "title": str(hit.get("title") or hit.get("note_id") or "?"),
+        "index": index, "title": shown_name(hit),      # the file name, a written title beside it
         "names": [str(n) for n in hit.get("names") or []], "path": path,
         "open_url": open_url(path) if path else "", "type": str(hit.get("type") or ""),
         "section": " > ".join(map(str, hit.get("heading_path") or [])),
@@ -167,8 +168,8 @@ def source_props(index: int, hit: Mapping[str, Any], *, query: str, query_id: st
 def source_summary(index: int, hit: Mapping[str, Any]) -> str:
     """One line under the answer; "[n]" links to the source's panel (the element of that name)."""
     title = escape(hit.get("title") or hit.get("note_id") or "?")
-    names = [str(n) for n in hit.get("names") or []]
-    beside = f" ({escape(names[0])})" if names else ""     # the file name is the name; its title beside it
+    written = written_title(hit)          # the file name is the name; a written title stands beside it
+    beside = f" ({escape(written)})" if written else ""
     return (f"- {source_name(index)} **{title}**{beside} · {escape(hit.get('path') or '')} · "
             f"score {_fmt(hit.get('score'))}")
 
