@@ -49,6 +49,18 @@ def render_import_report(report, as_json: bool, *, all_unresolved: bool = False)
     t.add_row("unresolved links", f"{data['unresolved_count']} to "
                                   f"{len(report.unresolved_targets(None))} targets")
     t.add_row("attachments", f"{data['attachments']} links to files (images, PDFs, ...)")
+    if data["links_by_syntax"]:
+        t.add_row("links", ", ".join(f"{k} {v}" for k, v in data["links_by_syntax"].items())
+                  + f"; external URLs {data['urls']}")
+        t.add_row("resolved by", ", ".join(f"{k} {v}" for k, v in data["links_by_rule"].items())
+                  + " (id, alias, title: where Obsidian would leave the link unresolved)")
+    if data["ambiguous_names"]:
+        t.add_row("ambiguous names", ", ".join(
+            f"{escape(a['name'])!r} ({a['notes']} notes, linked from {a['linking_notes']})"
+            for a in data["ambiguous_names"][:5]) + " (a link goes to the one in its folder, else nearest the root)")
+    if data["anchors_unresolved"]:
+        t.add_row("unresolved anchors", f"{data['anchors_unresolved']} links to a heading or block their note does "
+                                        f"not have (each listed below; linked to the whole note)")
     if data["mention_sources_top"]:
         top = ", ".join(f"{m['note']} {m['mentions']}" for m in data["mention_sources_top"][:5])
         t.add_row("mentions", f"{data['mention_edges']} edges; most from {escape(top)}")
@@ -120,7 +132,7 @@ def cmd_dry_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from mindnet.indexing.integrity import check_index
+    from mindnet.indexing.integrity import check_index, link_audit
     from mindnet.service import Mindnet
     settings = _settings(args)
     from mindnet.errors import StoreError
@@ -129,6 +141,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         report = check_index(app.store)
         graph = graph_status(app.store)
+        audits = link_audit(app.store) if getattr(args, "links", False) else None
     except StoreError as exc:
         if app.opened:        # a damaged index: main reports it with how to repair it
             raise
@@ -137,9 +150,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         app.close()
     data = report.as_dict() | {"graph": graph}
+    if audits is not None:
+        data["links"] = [{"note": a.path, "links": a.links} for a in audits]
     if args.json:
         console.print_json(json.dumps(data))
     else:
+        if audits is not None:
+            render_link_audit(data["links"])
         console.print(f"notes {data['notes']}, chunks {data['chunks']}, edges {data['edges']}")
         for key in ("missing_collections", "dangling_edges", "orphan_chunks", "missing_chunks", "unlisted",
                     "unfinished_notes", "missing_indexes"):
@@ -154,6 +171,36 @@ def cmd_check(args: argparse.Namespace) -> int:
                           f"`mindnet ingest` or a running server adds their vectors)")
         console.print(_check_verdict(data))
     return 1 if report.broken else 0
+
+
+def link_line(link: dict) -> str:
+    """One link of `check --links`: as written -> what it resolved to (by which rule)."""
+    from mindnet.indexing.integrity import RULE_WORDS
+    written = (link.get("text") or "") + (f"#{link['anchor']}" if link.get("anchor") else "")
+    syntax = "markdown link" if link.get("rule_id") == "explicit:markdown" else link.get("rule_id")
+    if link.get("kind") == "attachment":
+        return f"{written} -> a file (attachment, {syntax})"
+    if not link.get("resolved"):
+        return f"{written} -> unresolved '{link.get('target')}' ({syntax})"
+    where = link.get("target") or "?"
+    if link.get("section"):
+        where += f", section '{link['section']}'"
+    elif link.get("anchor"):
+        where += f" (no '#{link['anchor']}' there: the whole note)"
+    by = RULE_WORDS.get(str(link.get("by")), str(link.get("by")))
+    if link.get("by") in ("id", "alias", "title"):
+        by += ": mindnet goes further, Obsidian leaves it unresolved"
+    if int(link.get("candidates") or 1) > 1:
+        by += f"; {link['candidates']} notes have this name"
+    kind = "" if link.get("kind") == "references" else f", {link.get('kind')}"
+    return f"{written} -> {where} ({by}; {syntax}{kind})"
+
+
+def render_link_audit(notes: list[dict]) -> None:
+    for note in notes:
+        console.print(f"[bold]{escape(note['note'])}[/bold]", highlight=False)
+        for link in note["links"]:
+            console.print(f"  {escape(link_line(link))}", highlight=False, soft_wrap=True)
 
 
 # what an incremental import repairs by itself: it finishes pending notes, removes points no note lists and
@@ -517,6 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="report graph integrity; exit 1 when the index is broken")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--links", action="store_true",
+                   help="also list, per note, what every link resolved to and by which rule")
 
     p = sub.add_parser("query", help="search the index (semantic or hybrid) and explain the hits")
     p.add_argument("text", help="what you are looking for")

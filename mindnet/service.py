@@ -478,9 +478,9 @@ class Mindnet:
         with self.index_lock:
             if not self.store.exists("notes"):
                 return []
-            records = list(self.store.scroll("notes", payload=["title", "type", "edge_ids"]))
-        return [{"title": r.payload.get("title"), "type": r.payload.get("type"),
-                 "links": len(r.payload.get("edge_ids") or [])} for r in records]
+            records = list(self.store.scroll("notes", payload=["title", "names", "type", "edge_ids"]))
+        return [{"title": r.payload.get("title"), "names": list(r.payload.get("names") or []),
+                 "type": r.payload.get("type"), "links": len(r.payload.get("edge_ids") or [])} for r in records]
 
     def close(self) -> None:
         if "store" in self.__dict__:

@@ -91,6 +91,7 @@ class IndexNoteSettings(Strict):
 
 class EdgeConfidence(Strict):
     wikilink: float = Field(1.0, ge=0, le=1)
+    markdown: float = Field(1.0, ge=0, le=1, description="a Markdown link [text](Note.md) to a note")
     embed: float = Field(1.0, ge=0, le=1)
     inline_rel: float = Field(0.95, ge=0, le=1)
     callout: float = Field(0.9, ge=0, le=1)

@@ -37,7 +37,7 @@ def test_a_draft_gets_typed_link_suggestions(api: TestClient, route: str) -> Non
                                                                                 ["mention", "related"])
     span = first["mentions"][0]
     assert text[span["start"]:span["end"]] == "Qdrant"
-    assert first["callout"] == "> [!edge] depends_on: [[Qdrant]]"
+    assert first["callout"] == "> [!edge] depends_on: [[qdrant]]"     # by file name, as Obsidian links
     assert set(body) == {"source", "links", "mentions", "related", "type", "tags", "duplicate", "llm", "warnings",
                          "timing_ms"}
 

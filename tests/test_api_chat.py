@@ -40,7 +40,7 @@ def test_chat_returns_answer_intent_sources_and_query_id(client, fake_ollama):
     body = chat(client, fake_ollama)
     assert (body["answer"], body["intent"], body["reason"]) == ("Eine Vektordatenbank.", "FACT",
                                                                  "keyword 'was ist' matched")
-    assert body["sources"][0]["title"] == "Qdrant"
+    assert body["sources"][0]["title"] == "qdrant"          # the note's name: its file name
     assert uuid.UUID(body["query_id"]).version == 4
 
 

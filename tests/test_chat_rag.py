@@ -62,7 +62,7 @@ async def test_response_carries_sources_with_breakdown_and_logged_query_id(mindn
     response = await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
     assert (response.intent, response.reason) == ("FACT", "keyword 'was ist' matched")
     assert response.answer == "Qdrant ist eine Vektordatenbank [Qdrant]."
-    assert response.sources[0]["title"] == "Qdrant"
+    assert (response.sources[0]["title"], response.sources[0]["names"]) == ("qdrant", ["Qdrant"])   # file name
     assert set(response.sources[0]) >= {"score_breakdown", "explanation", "node_id", "path"}
     logged = [json.loads(line) for line in
               (mindnet.settings.log_dir / "search_history.jsonl").read_text().splitlines()]
@@ -73,7 +73,7 @@ async def test_context_of_the_prompt_contains_retrieved_notes(mindnet, fake_olla
     fake_ollama.script(["ok"])
     await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
     prompt = fake_ollama.bodies("/api/chat")[-1]["messages"][-1]["content"]
-    assert "[1] Qdrant (concept, concepts/qdrant.md)" in prompt   # numbered as the user sees the sources
+    assert "[1] qdrant (concept, concepts/qdrant.md)" in prompt   # numbered as the user sees the sources
 
 
 async def test_stream_yields_steps_then_tokens_then_one_done(mindnet, fake_ollama):
@@ -103,7 +103,7 @@ async def test_follow_up_without_llm_uses_last_user_turn(mindnet, fake_ollama):
     response = await mindnet.chat.achat(ChatRequest(message="und was hängt davon ab?", history=HISTORY,
                                                     strategy="FACT"))
     assert response.trace["search_text"] == "Was ist Qdrant? und was hängt davon ab?"
-    assert response.sources[0]["title"] in {"Qdrant", "Hybride Suche"}
+    assert response.sources[0]["title"] in {"qdrant", "hybride-suche"}
 
 
 async def test_without_llm_rag_returns_passages_and_notice(mindnet, fake_ollama):
@@ -113,7 +113,7 @@ async def test_without_llm_rag_returns_passages_and_notice(mindnet, fake_ollama)
     assert response.notice == (
         f"Answer generation is unavailable (model 'phi3:mini' is not available in Ollama at {fake_ollama.url}). "
         "To enable it: pull the model (`ollama pull phi3:mini`) or set MINDNET_LLM_MODEL.")
-    assert response.answer.startswith(response.notice + "\n\nThe most relevant passages from your notes:\n- [1] Qdrant")
+    assert response.answer.startswith(response.notice + "\n\nThe most relevant passages from your notes:\n- [1] qdrant")
     assert response.sources and fake_ollama.count("/api/chat") == 0
 
 

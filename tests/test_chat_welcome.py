@@ -43,4 +43,11 @@ def test_indexed_notes_lists_titles_types_and_links(make_app, tmp_path) -> None:
     assert app.indexed_notes() == []
     app.ingest(write_vault(tmp_path / "vault", {"a.md": "# A\n\nsiehe [[B]]\n", "b.md": "# B\n\ntext\n"}))
     notes = sorted(app.indexed_notes(), key=lambda n: n["title"])
-    assert [(n["title"], n["links"] > 0) for n in notes] == [("A", True), ("B", True)]
+    assert [(n["title"], n["names"], n["links"] > 0) for n in notes] == [("a", ["A"], True), ("b", ["B"], True)]
+
+
+def test_a_starter_names_the_note_by_its_written_title_when_its_file_name_is_a_slug() -> None:
+    notes = [{"title": "qdrant-statt-chroma", "names": ["Entscheidung: Qdrant statt Chroma"], "type": "decision"},
+             {"title": "lena-hoffmann", "names": [], "type": "person"}]
+    assert starter_questions(notes) == [("Qdrant statt Chroma", "Warum Qdrant statt Chroma?"),
+                                        ("lena-hoffmann", "Wer ist lena-hoffmann?")]

@@ -73,7 +73,7 @@ def test_dry_run_prints_payloads_without_qdrant_or_embeddings(env, tmp_path, fak
     assert [c["chunk_id"] for c in data["chunks"]] == ["a#c01", "b#c01"]
     assert sorted(
         (e["source_id"], e["kind"], e["target_id"]) for e in data["edges"] if e["kind"] == "references"
-    ) == [("a#c01", "references", "Missing"), ("a#c01", "references", "b"), ("b#c01", "references", "a")]
+    ) == [("a#c01", "references", "b"), ("a#c01", "references", "missing"), ("b#c01", "references", "a")]
     assert (data["issues"], (tmp_path / "qdrant").exists(), fake_ollama.recorded()) == ([], False, [])
 
 
@@ -84,7 +84,7 @@ def test_check_passes_on_a_fresh_import_and_lists_unresolved_links(env, capsys) 
     data = json.loads(capsys.readouterr().out)
     assert (data["ok"], data["notes"], data["chunks"]) == (True, 2, 2)
     # one line per unresolved link, as in the import report (the type's default edge repeating it is not listed)
-    assert data["unresolved"] == [{"note_id": "a", "target": "Missing", "kind": "references"}]
+    assert data["unresolved"] == [{"note_id": "a", "target": "missing", "kind": "references", "text": "Missing"}]
 
 
 def test_check_fails_on_an_index_broken_on_purpose(env, tmp_path, capsys) -> None:
@@ -116,3 +116,23 @@ def test_dimension_change_exits_2_and_says_to_run_full(env, fake_ollama, capsys)
     assert main(["ingest", str(env)]) == 2
     assert "run `mindnet ingest --full`" in capsys.readouterr().err
     assert main(["ingest", str(env), "--full"]) == 0
+
+
+def test_check_links_lists_what_every_link_resolved_to_and_by_which_rule(env, capsys) -> None:
+    write_vault(env, {"sub/c.md": "---\nid: c\n---\n# C\n\n[[../a]], [b](../b.md#B), [[AI]] and [[Nope]]\n",
+                      "k.md": "---\nid: k\naliases: [AI]\n---\n# K\n\nk\n", "empty.md": ""})
+    assert main(["ingest", str(env)]) == 0
+    capsys.readouterr()
+    assert main(["check", "--links", "--json"]) == 0        # an empty note is a note, not a problem
+    data = json.loads(capsys.readouterr().out)
+    rows = {n["note"]: [(x["text"], x["anchor"], x["by"], x["target"], x["section"]) for x in n["links"]]
+            for n in data["links"]}
+    assert rows["sub/c.md"] == [("../a", None, "path", "a.md", None), ("../b.md", "B", "path", "b.md", "B"),
+                                ("AI", None, "alias", "k.md", None), ("Nope", None, "unresolved", "nope", None)]
+    assert (data["ok"], data["notes"], data["chunks"]) == (True, 5, 4)     # the empty note: no chunk
+    main(["check", "--links"])
+    out = capsys.readouterr().out
+    assert "  ../b.md#B -> b.md, section 'B' (by path; markdown link)" in out
+    assert "  AI -> k.md (through an alias: mindnet goes further, Obsidian leaves it unresolved; " \
+           "explicit:wikilink)" in out
+    assert "  Nope -> unresolved 'nope' (explicit:wikilink)" in out

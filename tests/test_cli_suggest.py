@@ -64,7 +64,7 @@ def test_apply_shows_the_diff_keeps_a_backup_writes_one_block_and_reimports(env:
     original = note.read_text(encoding="utf-8")
     assert main(["suggest", "projects/suche.md", "--apply", "--yes", "--no-llm"]) == 0
     out = capsys.readouterr().out
-    block = "> [!edge] depends_on: [[BM25]] [[Qdrant]]"
+    block = "> [!edge] depends_on: [[bm25]] [[qdrant]]"     # linked by file name, as Obsidian links them
     assert "+" + block in out and out.index("+" + block) < out.index("wrote 2 edges")
     assert "--- a/projects/suche.md" in out
     assert note.read_text(encoding="utf-8") == original.rstrip("\n") + "\n\n" + block + "\n"

@@ -29,7 +29,7 @@ def refs(text: str) -> list[tuple[str, str, str, str | None]]:
         ("see [[Note#Heading]]", [("Note", "references", "explicit:wikilink", "Heading")]),
         ("see [[Note#Heading|shown]]", [("Note", "references", "explicit:wikilink", "Heading")]),
         ("![[Note]]", [("Note", "references", "explicit:embed", None)]),
-        ("[[#Only a heading]]", []),
+        ("[[#Only a heading]]", [("", "references", "explicit:wikilink", "Only a heading")]),
         (
             "[[rel:depends_on A]] and [[rel:Blocks B|b]] then [[rel:part_of C#H]]",
             [
@@ -159,13 +159,14 @@ def test_structural_edges_chain_chunks_and_tie_them_to_their_note(vault_notes, t
     ]
 
 
-def test_unresolved_link_keeps_its_text_as_target_and_resolved_false(vault_notes, types_config) -> None:
+def test_unresolved_link_keeps_its_text_and_targets_its_normalised_name(vault_notes, types_config) -> None:
     note = make_note("---\nid: u\n---\nsee [[Zettelkasten Methode]]", "sources/u.md", types_config)
     (edge,) = [e for e in edges_of(note, vault_notes, types_config) if e.kind == "references"]
-    assert (edge.target_id, edge.target_text, edge.resolved) == (
-        "Zettelkasten Methode",
+    assert (edge.target_id, edge.target_text, edge.resolved, edge.resolved_by) == (
+        "zettelkasten methode",
         "Zettelkasten Methode",
         False,
+        "unresolved",
     )
 
 

@@ -219,16 +219,23 @@ def test_slugify(title: str, expected: str) -> None:
     assert slugify(title) == expected
 
 
-def test_note_filename_is_slug_plus_hash_of_id() -> None:
-    # blake2b(b"d1", digest_size=4), computed once
-    assert note_filename(BeirDocument("d1", "Alpha", "")) == "alpha-a6b3916b.md"
+@pytest.mark.parametrize(("title", "shared", "expected"), [
+    ("Alpha", False, "Alpha.md"),                       # a note's name is its file name: the title
+    ("Alpha", True, "a6b3916b/Alpha.md"),               # shared by several documents: blake2b(b"d1", 4 bytes)
+    ("The Legend of Zelda: Twilight Princess", False, "The Legend of Zelda Twilight Princess.md"),
+    ("EMC EA/EB", False, "EMC EA EB.md"),              # no folders, nothing a link cannot hold
+    ("[[x]] #y ^z | w", False, "x y z w.md"),
+    ("...", False, "note.md"),
+])
+def test_note_filename_is_the_title_as_an_obsidian_file_name(title: str, shared: bool, expected: str) -> None:
+    assert note_filename(BeirDocument("d1", title, ""), shared) == expected
 
 
 def test_write_as_vault_returns_unique_relative_paths(tmp_path: Path) -> None:
     paths = write_as_vault(load_beir(_write_beir(tmp_path / "tiny")), tmp_path / "vault")
-    assert paths == {"d1": note_filename(BeirDocument("d1", "Alpha", "")),
-                     "d2": note_filename(BeirDocument("d2", "d2", "")),
-                     "d3": note_filename(BeirDocument("d3", "Alpha", ""))}
+    # d1 and d3 share the title "Alpha": each goes into a folder named by its id's hash; d2 is named by its id
+    assert paths == {"d1": "a6b3916b/Alpha.md", "d2": "d2.md",
+                     "d3": note_filename(BeirDocument("d3", "Alpha", ""), True)}
     assert len(set(paths.values())) == 3
 
 

@@ -119,7 +119,7 @@ def test_a_stale_graph_file_is_patched_or_rebuilt_with_what_the_index_now_holds(
         app: Mindnet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     old = tmp_path / "old.npz"
     shutil.copy(snap_path(app), old)
-    note = tmp_path / "vault" / "concepts" / "zebrafisch.md"
+    note = tmp_path / "vault" / "concepts" / "Zebrafisch.md"
     note.write_text("---\ntitle: Zebrafisch\n---\nDer Zebrafisch verweist auf [[Qdrant]].\n", encoding="utf-8")
     app.ingest()
     shutil.copy(old, snap_path(app))          # the index moved on; the file is the old one
@@ -142,7 +142,7 @@ def test_an_incremental_import_leaves_a_current_graph_file_and_the_search_sees_i
     request = QueryRequest(query="Zebrafisch Aquarium", mode="hybrid", top_k=3)
     assert app.retriever.search(request).nodes[0].node.metadata["title"] != "Zebrafisch"
     before = snapshot.load(snap_path(app)).digest
-    note = tmp_path / "vault" / "concepts" / "zebrafisch.md"
+    note = tmp_path / "vault" / "concepts" / "Zebrafisch.md"
     note.write_text("---\ntitle: Zebrafisch\n---\nDer Zebrafisch im Aquarium verweist auf [[Qdrant]].\n",
                     encoding="utf-8")
     report = app.ingest()
@@ -223,7 +223,7 @@ def test_a_few_changed_notes_patch_the_graph_to_what_a_full_build_gives(app: Min
         note.write_text(note.read_text(encoding="utf-8") + "\n\nNeu: [[Qdrant]] und [[Ollama]] Zebrafisch.\n",
                         encoding="utf-8")
     elif change == "add":
-        (vault / "concepts" / "zebrafisch.md").write_text(
+        (vault / "concepts" / "Zebrafisch.md").write_text(
             "---\ntitle: Zebrafisch\ntags: [tiere]\n---\nDer Zebrafisch verweist auf [[Qdrant]].\n", encoding="utf-8")
     elif change == "delete":  # other notes' links into it turn unresolved: their edges change too
         (vault / "concepts" / "qdrant.md").unlink()
@@ -244,7 +244,7 @@ def test_the_import_patches_rather_than_rebuilds(app: Mindnet, tmp_path: Path,
     built = []
     real_build = snapshot.build
     monkeypatch.setattr(snapshot, "build", lambda *a: built.append(a) or real_build(*a))
-    (tmp_path / "vault" / "concepts" / "zebrafisch.md").write_text("---\ntitle: Zebrafisch\n---\n[[Qdrant]]\n",
+    (tmp_path / "vault" / "concepts" / "Zebrafisch.md").write_text("---\ntitle: Zebrafisch\n---\n[[Qdrant]]\n",
                                                                    encoding="utf-8")
     app.ingest()
     assert built == []

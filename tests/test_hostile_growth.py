@@ -33,6 +33,21 @@ SHAPES = {
     "table rows": lambda n: "| a | b |\n" * n,
     "unclosed fences": lambda n: "```\n" * n,
     "run of <a": lambda n: "<a" * (4 * n),
+    # issue 22: Markdown links, reference links, <...> targets, percent-encoding, anchors, math and comments
+    "Markdown links with anchors": lambda n: " ".join(f"[a](../b{i}.md#Sec%20{i})" for i in range(n // 4)),
+    "reference links": lambda n: "".join(f"[t{i}][r{i}] [r{i}]\n" for i in range(n // 4))
+    + "".join(f"[r{i}]: n{i}.md\n" for i in range(n // 4)),
+    "angle-bracket targets": lambda n: " ".join(f"[a](<b {i}.md>)" for i in range(n // 2)),
+    "run of [a](<": lambda n: "[a](<" * (2 * n),
+    "percent-encoded targets, some bad": lambda n: " ".join(f"[a](b%20{i}%2x.md)" for i in range(n // 2)),
+    "heading and block anchors": lambda n: "".join(f"## h{i}\n\np {i} ^b{i} [[#h{i}]] [[a#^b{i}]]\n\n"
+                                                   for i in range(n // 4)),
+    "run of ../ in one link": lambda n: "[[" + "../" * (8 * n) + "x]]",
+    "run of ](": lambda n: "](" * (4 * n),
+    "run of $": lambda n: "$a " * (4 * n),
+    "run of <!--": lambda n: "<!--" * (2 * n),
+    "run of %%": lambda n: "%% [[x]] " * n,
+    "unclosed wikilinks on many lines": lambda n: "[[x\n" * n,
 }
 N = 2000
 

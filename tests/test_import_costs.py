@@ -19,6 +19,11 @@ def _payload_by_asdict(edge: Edge) -> dict:
     del data["extra_kinds"]
     if not edge.extra_kinds:
         del data["default_rule"], data["default_confidence"]
+    for key, unset in (("anchor", None), ("resolved_by", None), ("target_chunk", None)):   # issue 22: when set
+        if data[key] is unset:
+            del data[key]
+    if edge.candidates <= 1:
+        del data["candidates"]
     data["kinds"] = edge.kinds
     data["edge_id"] = edge.edge_id
     return data
@@ -35,6 +40,8 @@ def test_edge_payload_is_the_asdict_payload_key_order_included() -> None:
         Edge("c1", "img.png", "attachment", "explicit:embed", 1.0, "n1", scope="note", resolved=False,
              target_text="img.png"),
         Edge("c1", "n4", "mentions", "mention:title", 0.35, "n1", target_text="jo"),
+        Edge("c1", "n5", "references", "explicit:markdown", 1.0, "n1", target_text="n5.md", anchor="Setup",
+             resolved_by="name", candidates=2, target_chunk="n5#c02"),
     ]
     for edge in edges:
         expected = _payload_by_asdict(edge)
@@ -47,7 +54,8 @@ def test_edge_payload_is_the_asdict_payload_key_order_included() -> None:
 def test_edge_payload_covers_every_field() -> None:
     """A field added to Edge must reach the payload (or be named here as kept out of it on purpose)."""
     represented = set(_payload_by_asdict(Edge("a", "b", "k", "r", 1.0, "n", extra_kinds=("x",),
-                                              default_rule="d", default_confidence=0.5)))
+                                              default_rule="d", default_confidence=0.5, anchor="h",
+                                              resolved_by="name", candidates=2, target_chunk="b#c01")))
     assert {f.name for f in fields(Edge)} - {"extra_kinds"} <= represented
 
 

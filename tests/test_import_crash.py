@@ -158,7 +158,7 @@ def test_a_note_that_breaks_is_imported_body_only_unless_its_body_cannot_be_read
     finally:
         app.close()
     assert ([i.level for i in report.issues], report.changed) == (["error" if kept else "warning"], 0 if kept else 1)
-    assert (note["title"], note["type"], note["frontmatter"]) == (title, "concept", {})
+    assert (note["title"], note["names"], note["type"], note["frontmatter"]) == ("d", [title], "concept", {})
     assert texts == (["# Delta\n\nDelta text, version one."] if kept else ["# Delta neu\n\nneuer Text"])
 
 

@@ -91,16 +91,16 @@ def test_an_imported_moc_is_flagged_damped_below_the_note_it_lists_and_explained
         app.ingest()
         notes = {p["title"]: p for p in payloads(app.store, "notes", ["title", "type", "index_note"])}
         assert {t: (p["type"], p["index_note"]) for t, p in notes.items()} == {
-            "Karate": ("index", True), "Kata 1": ("concept", False), "Kumite": ("concept", False)}
+            "Karate MOC": ("index", True), "Kata 1": ("concept", False), "Kumite": ("concept", False)}
         chunks = list(payloads(app.store, "chunks", ["title", "index_note"]))
         assert {c["title"]: c["index_note"] for c in chunks} == {
-            "Karate": True, "Kata 1": False, "Kumite": False}
+            "Karate MOC": True, "Kata 1": False, "Kumite": False}
         retriever = MindnetRetriever.from_settings(settings, store=app.store, embed_model=app.embed_model)
         # the MOC names "kata" 9 times, the article 3 times: the damping keeps the article above the list
         hits = retriever.search(QueryRequest(query="kata", mode="hybrid", top_k=3)).nodes
         order = [h.node.metadata["title"] for h in hits]
-        assert order.index("Kata 1") < order.index("Karate")
-        moc = next(h for h in hits if h.node.metadata["title"] == "Karate").node.metadata
+        assert order.index("Kata 1") < order.index("Karate MOC")
+        moc = next(h for h in hits if h.node.metadata["title"] == "Karate MOC").node.metadata
         assert moc["score_breakdown"]["retriever_weight"] == 0.3
         assert "index note (mostly links to other notes): damped (x0.3)" in moc["explanation"]["reasons"]
     finally:

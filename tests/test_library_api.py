@@ -36,8 +36,8 @@ def test_every_public_name_has_its_own_docstring() -> None:
 
 def test_parser_without_arguments_uses_the_shipped_types() -> None:
     nodes = MarkdownNoteParser().get_nodes_from_documents([Document(text=NOTE, metadata={"path": "projects/p.md"})])
-    assert [(n.metadata["type"], n.metadata["chunk_profile"], n.metadata["title"]) for n in nodes] == [
-        ("project", "by_heading", "Plan")]
+    assert [(n.metadata["type"], n.metadata["chunk_profile"], n.metadata["title"], n.metadata["names"])
+            for n in nodes] == [("project", "by_heading", "p", ["Plan"])]
 
 
 def test_parser_from_types_yaml_reads_your_types(tmp_path: Path) -> None:
@@ -62,9 +62,10 @@ def test_parser_skips_a_bad_note_and_keeps_the_rest(caplog: pytest.LogCaptureFix
             Document(text=NOTE, metadata={"path": "good.md"})]
     with caplog.at_level(logging.WARNING):
         nodes = MarkdownNoteParser().get_nodes_from_documents(docs)
-    # an empty note is skipped; broken frontmatter is dropped and the body kept, as the import does
+    # an empty note has no chunks (it is a note links resolve to, without text); broken frontmatter is dropped
+    # and the body kept, as the import does
     assert ([n.metadata["path"] for n in nodes], nodes[0].text) == (["bad.md"] + ["good.md"] * (len(nodes) - 1), "x")
-    assert "empty.md:1: file is empty" in caplog.text and "bad.md:2" in caplog.text
+    assert "empty.md" not in caplog.text and "bad.md:2" in caplog.text
 
 
 def test_parser_can_raise_on_a_bad_note() -> None:
@@ -138,7 +139,7 @@ def test_retriever_from_env_searches_the_imported_index(imported: Path) -> None:
         got = retriever.retrieve("Qdrant statt Chroma")
     finally:
         retriever.close()
-    assert _titles(got) == want and want[0] == "Entscheidung: Qdrant statt Chroma"
+    assert _titles(got) == want and want[0] == "qdrant-statt-chroma"      # the note's name: its file name
     assert got[0].node.metadata["explanation"]["reasons"]
 
 
@@ -151,7 +152,8 @@ def test_retriever_open_takes_a_folder_and_an_embedding_model(imported: Path, fa
         hits = retriever.retrieve("Qdrant statt Chroma")
     finally:
         retriever.close()
-    assert hits[0].node.metadata["title"] == "Entscheidung: Qdrant statt Chroma"
+    assert (hits[0].node.metadata["title"], hits[0].node.metadata["names"]) == (
+        "qdrant-statt-chroma", ["Entscheidung: Qdrant statt Chroma"])
 
 
 def test_retriever_open_takes_a_backend_name(imported: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -160,7 +162,7 @@ def test_retriever_open_takes_a_backend_name(imported: Path, monkeypatch: pytest
     try:
         assert type(retriever.embed_model).__name__ == "OllamaEmbedding"
         top = retriever.retrieve("Qdrant statt Chroma")[0]
-        assert top.node.metadata["title"] == "Entscheidung: Qdrant statt Chroma"
+        assert top.node.metadata["title"] == "qdrant-statt-chroma"
     finally:
         retriever.close()
 

@@ -48,6 +48,7 @@ def test_node_payload_carries_note_and_type_settings(nodes) -> None:
             "chunk_id",
             "note_id",
             "title",
+            "names",
             "path",
             "type",
             "retriever_weight",
@@ -62,7 +63,8 @@ def test_node_payload_carries_note_and_type_settings(nodes) -> None:
     } == {
         "chunk_id": "anna#c02",
         "note_id": "anna",
-        "title": "Anna Beispiel",
+        "title": "anna",                       # the file name
+        "names": ["Anna Beispiel", "Anna"],    # the frontmatter title and the first heading
         "path": "people/anna.md",
         "type": "person",
         "retriever_weight": 1.0,
@@ -82,9 +84,22 @@ def test_node_text_has_no_overlap_and_window_has_the_overlap(nodes) -> None:
     overlap = " ".join(f"alpha{i}" for i in range(85, 100))  # short profile: 15 words
     assert (second.text, second.metadata["text"]) == (text, text)
     assert second.metadata["window"] == f"{overlap}\n\n{text}"
-    # context header: title (aliases), then the headings above the chunk; then the window
-    # ("Kontakt" opens the chunk's text, so the trail stops above it)
+    # context header: the note's written name (its frontmatter title) with its aliases, then the headings above
+    # the chunk ("Kontakt" opens the chunk's text, so the trail stops above it); then the window
     assert embedding_input(second) == f"Anna Beispiel (Anna B)\nAnna\n\n{overlap}\n\n{text}"
+
+
+def test_context_header_names_the_note_by_its_written_name_and_aliases() -> None:
+    from mindnet.indexing.node_parser import context_header
+    # the frontmatter title (else the first heading) leads; the file name is the note's name, but the embedded
+    # text stays what it was when the written name was the note's name
+    assert context_header({"title": "lena-hoffmann", "names": ["Lena Hoffmann"], "text": "x"}) == "Lena Hoffmann"
+    assert context_header({"title": "2025-04-02 Qdrant Benchmark", "names": ["Qdrant Benchmark"],
+                           "heading_path": ["Qdrant Benchmark", "Setup"], "text": "x"}) == "Qdrant Benchmark\nSetup"
+    assert context_header({"title": "k", "names": ["Entscheidung: Kein Wettkampf", "Kein Wettkampf"],
+                           "aliases": ["no competition"], "heading_path": ["Kein Wettkampf", "Gründe"],
+                           "text": "x"}) == "Entscheidung: Kein Wettkampf (no competition)\nKein Wettkampf > Gründe"
+    assert context_header({"title": "ollama", "names": [], "aliases": [], "text": "x"}) == "ollama"
 
 
 def test_context_header_names_the_note_and_the_section_without_repeating_the_title() -> None:
@@ -123,14 +138,15 @@ def test_nodes_link_source_previous_and_next(nodes) -> None:
 
 def test_embedding_text_shows_the_title_but_no_bookkeeping_metadata(nodes) -> None:
     content = nodes[0].get_content(metadata_mode=MetadataMode.EMBED)
-    assert content.split("\n\n")[0] == "title: Anna Beispiel"
+    assert content.split("\n\n")[0] == "title: anna\nnames: ['Anna Beispiel', 'Anna']"
 
 
 def test_document_without_path_is_named_after_its_id(parser) -> None:
     (node,) = parser.get_nodes_from_documents([Document(text="# Hi\n\nthere", id_="doc-1")])
-    assert (node.metadata["path"], node.metadata["title"], node.metadata["type"]) == (
+    assert (node.metadata["path"], node.metadata["title"], node.metadata["names"], node.metadata["type"]) == (
         "doc-1.md",
-        "Hi",
+        "doc-1",
+        ["Hi"],
         "concept",
     )
 

@@ -45,6 +45,32 @@ def test_edge_sentence_names_direction_kind_rule_confidence(direction: str, titl
     assert ref.sentence() == sentence
 
 
+@pytest.mark.parametrize(("fields", "sentence"), [
+    ({"direction": "outgoing", "section": "Setup"},
+     "links to the section 'Setup' of 'Qdrant' (references, explicit:wikilink, confidence 0.95)"),
+    ({"direction": "outgoing", "section": "Install#Setup"},
+     "links to the section 'Setup' of 'Qdrant' (references, explicit:wikilink, confidence 0.95)"),
+    ({"direction": "outgoing", "section": "^f63f5a"},
+     "links to the block '^f63f5a' of 'Qdrant' (references, explicit:wikilink, confidence 0.95)"),
+    ({"direction": "incoming", "section": "Setup", "here": True},
+     "referenced by 'Qdrant' (links to the section 'Setup', this passage) (references, explicit:wikilink, "
+     "confidence 0.95)"),
+    ({"direction": "incoming", "section": "Setup"},
+     "referenced by 'Qdrant' (links to the section 'Setup') (references, explicit:wikilink, confidence 0.95)"),
+    ({"direction": "outgoing", "resolved_by": "alias", "written": "AI"},
+     "points to 'Qdrant', resolved through the alias 'AI' (references, explicit:wikilink, confidence 0.95)"),
+    ({"direction": "incoming", "resolved_by": "title", "written": "Vector DB"},
+     "referenced by 'Qdrant', resolved through the title 'Vector DB' (references, explicit:wikilink, "
+     "confidence 0.95)"),
+    ({"direction": "outgoing", "resolved_by": "name", "written": "qdrant"},    # Obsidian's own rule: not named
+     "points to 'Qdrant' (references, explicit:wikilink, confidence 0.95)"),
+])
+def test_edge_sentence_names_the_section_and_a_name_obsidian_would_not_resolve(fields, sentence: str) -> None:
+    ref = EdgeRef(kind="references", rule_id="explicit:wikilink", confidence=0.95, other_id="qdrant",
+                  other_title="Qdrant", **fields)
+    assert ref.sentence() == sentence
+
+
 def test_explanation_lists_every_bonus() -> None:
     b = compute_score(semantic=0.8, dense=0.9, lexical=0.7, retriever_weight=0.6, edge_bonus=0.5,
                       centrality_bonus=0.25, weights=WEIGHTS)

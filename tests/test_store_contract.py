@@ -104,8 +104,8 @@ def _points(app: Mindnet) -> dict[str, list]:
 
 
 def test_edge_imports_the_sample_vault_into_a_consistent_index(edge) -> None:
-    assert (edge.report.notes, edge.report.chunks, edge.report.edges) == (30, 88, 434)
-    assert [edge.store.count(k) for k in KINDS] == [30, 88, 434]
+    assert (edge.report.notes, edge.report.chunks, edge.report.edges) == (30, 88, 435)
+    assert [edge.store.count(k) for k in KINDS] == [30, 88, 435]
     check = check_index(edge.store)
     assert not check.broken and check.unembedded == 0 and graph_status(edge.store) == "current"
 

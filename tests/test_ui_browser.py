@@ -459,7 +459,8 @@ def test_draft_editor_suggests_typed_links_while_typing_and_inserts_them(page: P
     expect(qdrant).to_contain_text("depends_on", timeout=TIMEOUT)
     shot(page, "12_draft_suggestions")
     qdrant.get_by_test_id("suggestion-link").click()                       # a wikilink at the mention
-    expect(editor).to_have_value(re.compile(r"hängt ab von \[\[Qdrant\]\]\."), timeout=TIMEOUT)
+    # linked by the note's name (its file name), the mention as written shown
+    expect(editor).to_have_value(re.compile(r"hängt ab von \[\[qdrant\|Qdrant\]\]\."), timeout=TIMEOUT)
     other = panel.get_by_test_id("suggestion").first
     other.wait_for(timeout=TIMEOUT)
     kind, title = other.locator("code").inner_text(), other.inner_text()

@@ -42,7 +42,21 @@ def test_source_props_are_plain_data_with_plain_reasons_and_rule_ids_apart() -> 
 def test_source_summary_escapes_the_title_and_names_the_source_by_number() -> None:
     assert render.source_name(3) == "[3]"
     line = render.source_summary(3, HIT)
-    assert line.startswith("- [3] **\\*\\*PageRank\\*\\* &lt;b&gt;**")
+    assert line.startswith("- [3] **\\*\\*PageRank\\*\\* &lt;b&gt;** · ")
+
+
+def test_a_source_shows_its_file_name_with_its_title_beside_it() -> None:
+    hit = {**HIT, "title": "rag-paper", "names": ["Lewis et al. 2020 – *RAG*"],
+           "explanation": {"outgoing": [{"kind": "references", "other_title": "Qdrant", "section": "Setup"}],
+                           "incoming": [{"kind": "references", "other_title": "Index", "section": "Method"}]}}
+    assert render.source_summary(1, hit).startswith("- [1] **rag-paper** (Lewis et al. 2020 – \\*RAG\\*) · ")
+    props = render.source_props(1, hit, query="q", query_id="q1")
+    assert (props["title"], props["names"]) == ("rag-paper (Lewis et al. 2020 – *RAG*)", ["Lewis et al. 2020 – *RAG*"])
+    same = {**HIT, "title": "qdrant", "names": ["Qdrant"]}            # only the case differs: the name alone
+    assert (render.source_props(1, same, query="q", query_id="q")["title"],
+            render.source_summary(1, same).startswith("- [1] **qdrant** · ")) == ("qdrant", True)
+    assert "links to the section 'Setup' of 'Qdrant' (wikilink)" in props["why"]
+    assert "linked from 'Index', to its section 'Method' (wikilink)" in props["why"]
 
 
 def test_notices_keep_their_code_spans_and_escape_the_rest() -> None:

@@ -237,7 +237,7 @@ async def test_suggest_command_lists_links_for_a_note_path(chat: ChatClient, ser
     events = await chat.ask("projects/karate-trainingsplan.md", command="suggest")
     listing = [m["output"] for m in messages(events).values() if m["output"].startswith("**Suggestions for")]
     assert listing and listing[0].startswith(
-        "**Suggestions for Karate Trainingsplan** (projects/karate-trainingsplan.md)")
+        "**Suggestions for karate-trainingsplan** (projects/karate-trainingsplan.md)")
     assert "1. `" in listing[0] and 'mindnet suggest "projects/karate-trainingsplan.md" --apply' in listing[0]
     assert (server.vault / "projects" / "karate-trainingsplan.md").read_bytes() == before   # shown, never written
     assert not [m for m in messages(events).values() if m["type"] == "assistant_message"
@@ -260,7 +260,7 @@ async def test_suggest_for_an_unknown_note_says_so(chat: ChatClient) -> None:
 async def test_draft_editor_asks_for_suggestions_of_its_text(chat: ChatClient) -> None:
     text = "---\ntype: project\n---\n# Balkon\n\nDie Bewässerung hängt ab von Qdrant und nutzt BM25."
     result = await chat.act({"name": "draft_analyze", "payload": {}}, markdown=text, note_type="project")
-    first = next(s for s in result["links"] if s["title"] == "Qdrant")
-    assert first["kind"] == "depends_on" and first["callout"] == "> [!edge] depends_on: [[Qdrant]]"
+    first = next(s for s in result["links"] if s["title"] == "qdrant")
+    assert first["kind"] == "depends_on" and first["callout"] == "> [!edge] depends_on: [[qdrant]]"
     assert text[first["mention"]["start"]:first["mention"]["end"]] == "Qdrant"
     assert (await chat.act({"name": "draft_analyze", "payload": {}}, markdown="  "))["links"] == []

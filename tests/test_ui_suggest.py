@@ -28,15 +28,16 @@ def test_the_panel_gets_each_link_with_its_mention_and_callout(app) -> None:
     text = "Das hängt ab von Qdrant."
     data = panel_payload(app.analyze(text=text, llm=False))
     first = data["links"][0]
-    assert (first["title"], first["kind"], first["link_text"]) == ("Qdrant", "depends_on", "Qdrant")
+    # a link by the note's name, its file name, as Obsidian writes it
+    assert (first["title"], first["kind"], first["link_text"]) == ("qdrant", "depends_on", "qdrant")
     assert text[first["mention"]["start"]:first["mention"]["end"]] == first["mention"]["surface"] == "Qdrant"
-    assert first["callout"] == "> [!edge] depends_on: [[Qdrant]]"
+    assert first["callout"] == "> [!edge] depends_on: [[qdrant]]"
 
 
 def test_the_suggest_message_lists_links_and_names_the_apply_command(app) -> None:
     text = suggestions_markdown(app.analyze(note="projects/suche.md", llm=False))
-    assert text.startswith("**Suggestions for Suche** (projects/suche.md)")
-    assert "1. `depends_on` → **BM25**" in text and "2. `depends_on` → **Qdrant**" in text
+    assert text.startswith("**Suggestions for suche** (projects/suche.md)")
+    assert "1. `depends_on` → **bm25**" in text and "2. `depends_on` → **qdrant**" in text
     assert 'mindnet suggest "projects/suche.md" --apply' in text
 
 

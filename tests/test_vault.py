@@ -41,16 +41,20 @@ def test_scan_reads_markdown_below_root_and_skips_hidden_and_excluded(tmp_path: 
 
 
 @pytest.mark.parametrize(
-    ("text", "path", "title"),
+    ("text", "path", "names"),
     [
-        ("---\ntitle: From Frontmatter\n---\n# From Heading\n", "file-name.md", "From Frontmatter"),
-        ("# From Heading\n\nbody", "file-name.md", "From Heading"),
-        ("intro\n\n## Second level only\n", "dir/file-name.md", "file-name"),
-        ("---\ntitle: ''\n---\n# From Heading ##\n", "file-name.md", "From Heading"),
+        ("---\ntitle: From Frontmatter\n---\n# From Heading\n", "file-name.md", ["From Frontmatter", "From Heading"]),
+        ("# From Heading\n\nbody", "file-name.md", ["From Heading"]),
+        ("intro\n\n## Second level only\n", "dir/file-name.md", []),
+        ("---\ntitle: ''\n---\n# From Heading ##\n", "file-name.md", ["From Heading"]),
+        ("---\ntitle: file-name\n---\n# File-Name\n", "file-name.md", ["File-Name"]),   # written otherwise: kept
+        ("```\n# a shell comment\n```\n$$\n# math\n$$\n# {{title}}\n# Real\n", "file-name.md", ["Real"]),
+        ("---\ntitle: \"Entscheidung: {{title}}\"\n---\nbody", "file-name.md", []),
     ],
 )
-def test_title_prefers_frontmatter_then_first_h1_then_file_name(types_config, text, path, title) -> None:
-    assert note(text, types_config, path).title == title
+def test_the_name_is_the_file_name_and_title_and_first_h1_are_extra_names(types_config, text, path, names) -> None:
+    parsed = note(text, types_config, path)
+    assert (parsed.title, parsed.names) == ("file-name", names)
 
 
 def test_note_id_comes_from_frontmatter_id(types_config) -> None:
@@ -141,8 +145,6 @@ def test_a_note_whose_frontmatter_does_not_parse_is_read_body_only_with_the_reas
     ("raw", "line", "what"),
     [
         (b"line one\nline two \xff\xfe broken", 2, "not valid UTF-8 (byte 0xff at offset 18)"),
-        (b"", 1, "file is empty"),
-        (b"  \n\n ", 1, "file is empty"),
     ],
 )
 def test_unreadable_note_raises_error_with_file_line_and_fix(types_config, raw, line, what) -> None:
@@ -151,6 +153,12 @@ def test_unreadable_note_raises_error_with_file_line_and_fix(types_config, raw, 
     assert (info.value.path, info.value.line) == ("dir/bad.md", line)
     assert str(info.value).startswith(f"dir/bad.md:{line}: {what}")
     assert "(fix: " in str(info.value)
+
+
+@pytest.mark.parametrize("raw", [b"", b"  \n\n ", b"\xef\xbb\xbf"])
+def test_an_empty_file_is_a_note_without_text(types_config, raw) -> None:
+    parsed = parse_note(raw, "dir/Empty.md", types_config)
+    assert (parsed.title, parsed.body.strip(), parsed.frontmatter, parsed.warnings) == ("Empty", "", {}, [])
 
 
 BAD_FILES: dict[str, str | bytes] = {
@@ -166,9 +174,8 @@ BAD_FILES: dict[str, str | bytes] = {
 
 def test_bad_files_each_get_one_report_line_and_the_rest_imports(tmp_path: Path, types_config) -> None:
     notes, issues = scan_vault(write_vault(tmp_path, BAD_FILES), types_config)
-    assert [n.path for n in notes] == ["first.md", "good.md", "yaml.md"]
+    assert [n.path for n in notes] == ["empty.md", "first.md", "good.md", "yaml.md"]
     assert [str(i) for i in issues] == [
-        "error: empty.md:1: file is empty (fix: write some content or delete the file)",
         "error: huge.md: file is 5.0 MB, over the 2.0 MB limit (fix: split the note or raise max_file_bytes "
         "in types.yaml)",
         "error: latin1.md:1: not valid UTF-8 (byte 0xe9 at offset 5) (fix: re-save the file as UTF-8)",

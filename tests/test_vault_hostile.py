@@ -25,10 +25,10 @@ from mindnet.vault.scan import scan_vault
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        ("---\ntitle: feb\ncreated: 2024-02-30\n---\nbody\n", 1, "frontmatter has an impossible value"),
+        ("---\ntitle: feb\ncreated: !!timestamp 2024-02-30\n---\nbody\n", 1, "frontmatter has an impossible value"),
         ("---\na: &a [*a]\n---\nbody\n", 2, "YAML aliases (*name) are not supported"),
         ("---\nid: \"abc#c01\"\n---\nbody\n", 2, "frontmatter id 'abc#c01' is not a plain name"),
-        ("---\nid: [1, 2]\n---\nbody\n", 2, "frontmatter id [1, 2] is not a plain name"),
+        ("---\nid: [1, 2]\n---\nbody\n", 2, "frontmatter id ['1', '2'] is not a plain name"),
         ("---\nx: '" + "a" * 70_000 + "'\n---\nbody\n", 1, "frontmatter is 70005 characters long"),
     ],
 )
@@ -206,11 +206,11 @@ def test_a_hostile_vault_imports_with_one_report_line_per_bad_thing(tmp_path, fa
     try:
         check = check_index(app.store)
         paths = sorted(p["path"] for p in payloads(app.store, "notes", ["path"]))
-        titles = {p["path"]: p["title"] for p in payloads(app.store, "notes", ["path", "title"])}
+        names = {p["path"]: (p["title"], p["names"]) for p in payloads(app.store, "notes", ["path", "title", "names"])}
     finally:
         app.close()
     assert (check.broken, paths) == (False, ["deep.md", "good.md", "heading.md", "private/secret.md", "tags.md"])
-    assert titles["heading.md"] == "Heading" + " " * 20_000 + "x"
+    assert names["heading.md"] == ("heading", ["Heading" + " " * 20_000 + "x"])
 
 
 def test_a_recursion_error_while_reading_a_note_is_one_line_without_a_traceback(tmp_path, types_config,

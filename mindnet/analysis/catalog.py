@@ -16,7 +16,7 @@ from mindnet.indexing.mentions import MentionIndex
 from mindnet.settings import MentionSettings
 from mindnet.store.engine import Store
 
-FIELDS = ["note_id", "title", "path", "type", "aliases", "tags", "chunk_ids"]
+FIELDS = ["note_id", "title", "names", "path", "type", "aliases", "tags", "chunk_ids"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class IndexedNote:
     aliases: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     chunk_ids: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)    # frontmatter title, first heading (title: the file name)
 
     @property
     def stem(self) -> str:
@@ -55,7 +56,8 @@ class Catalog:
                                      path=str(d.get("path") or ""), type=str(d.get("type") or ""),
                                      aliases=[str(a) for a in d.get("aliases") or []],
                                      tags=[str(t) for t in d.get("tags") or []],
-                                     chunk_ids=[str(c) for c in d.get("chunk_ids") or []]))
+                                     chunk_ids=[str(c) for c in d.get("chunk_ids") or []],
+                                     names=[str(n) for n in d.get("names") or []]))
         return cls(notes, mentions)
 
     @cached_property

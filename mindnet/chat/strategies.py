@@ -24,7 +24,7 @@ from mindnet.chat.models import ChatEvent, ChatRequest, ChatResponse, ChatTurn, 
 from mindnet.chat.prompts import load_prompt
 from mindnet.errors import LLMUnavailableError
 from mindnet.retrieval.query import ExpandRequest, Filters, QueryRequest
-from mindnet.retrieval.results import hit_dict
+from mindnet.retrieval.results import hit_dict, shown_name
 from mindnet.retrieval.retriever import RetrievalResult
 from mindnet.settings import RetrievalSettings, Strategy
 
@@ -84,7 +84,7 @@ def group_by_note(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
 def context_block(sources: Sequence[dict[str, Any]]) -> str:
     """The `{context_str}` of a strategy prompt: each source numbered as the user sees it ([1], [2], ...), with
     its title, type and path, so the answer can cite [1] and the citation links to that source."""
-    parts = [f"[{i}] {s.get('title') or s.get('note_id')} ({s.get('type')}, {s.get('path')})\n"
+    parts = [f"[{i}] {shown_name(s)} ({s.get('type')}, {s.get('path')})\n"
              f"{(s.get('text') or '').strip()}" for i, s in enumerate(sources, 1)]
     return "\n\n".join(parts) or "(keine passenden Notizen gefunden)"
 
@@ -97,7 +97,7 @@ def passages_answer(sources: Sequence[dict[str, Any]], notice: str) -> str:
     for i, s in enumerate(sources[:_PASSAGES], 1):
         text = " ".join((s.get("text") or "").split())
         text = text if len(text) <= _SNIPPET else text[:_SNIPPET - 3] + "..."
-        lines.append(f"- [{i}] {s.get('title')} ({s.get('path')}, score {float(s.get('score') or 0):.3f}): {text}")
+        lines.append(f"- [{i}] {shown_name(s)} ({s.get('path')}, score {float(s.get('score') or 0):.3f}): {text}")
     return "\n".join(lines)
 
 

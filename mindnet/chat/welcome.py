@@ -37,7 +37,9 @@ def starter_questions(notes: Sequence[Mapping[str, object]], limit: int = STARTE
                 picked.append(by_type[t].pop(0))
     out = []
     for n in picked:
-        title = " ".join(str(n["title"]).split())
+        # a question names the note in words: its frontmatter title or heading when it has one, else its file name
+        written = [str(x) for x in n.get("names") or [] if str(x).strip()] if isinstance(n.get("names"), list) else []
+        title = " ".join((written[0] if written else str(n["title"])).split())
         if n.get("type") == "decision":   # "Entscheidung: Qdrant statt Chroma" -> "Warum Qdrant statt Chroma?"
             title = title.split(": ", 1)[-1]
         question = QUESTION_OF_TYPE.get(str(n.get("type")), "Was steht in meinen Notizen zu {title}?")

@@ -165,10 +165,34 @@ def slugify(text: str) -> str:
     return slug[:_SLUG_MAX].rstrip("-") or "note"
 
 
-def note_filename(doc: BeirDocument) -> str:
-    """`<slug of title>-<8 hex of blake2b(id)>.md`: readable, and unique per id even when titles repeat."""
-    digest = hashlib.blake2b(doc.id.encode("utf-8"), digest_size=4).hexdigest()
-    return f"{slugify(doc.title or doc.id)}-{digest}.md"
+_NOT_IN_NAMES = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]+')
+_NAME_MAX = 120
+
+
+def file_name(title: str) -> str:
+    """A title as an Obsidian file name: without the characters a file name or a link cannot hold
+    (`\\ / : * ? " < > | # ^ [ ]`, each run one space), without leading dots, at most 120 characters."""
+    name = " ".join(_NOT_IN_NAMES.sub(" ", unicodedata.normalize("NFC", title)).split()).lstrip(".").strip()
+    return name[:_NAME_MAX].rstrip() or "note"
+
+
+def note_filename(doc: BeirDocument, shared: bool = False) -> str:
+    """The document's title as its note's file name (a note's name is its file name, as in Obsidian), so a
+    corpus reads like a vault a user keeps. `shared`: other documents have the same title; the note then goes
+    into a folder of its own, `<8 hex of blake2b(id)>/`, as a vault keeps two notes of one name."""
+    name = file_name(doc.title or doc.id)
+    if not shared:
+        return f"{name}.md"
+    return f"{hashlib.blake2b(doc.id.encode('utf-8'), digest_size=4).hexdigest()}/{name}.md"
+
+
+def note_filenames(docs: list[BeirDocument]) -> dict[str, str]:
+    """doc id -> note file name for a corpus (titles shared by several documents get the id's hash)."""
+    counts: dict[str, int] = {}
+    for doc in docs:
+        key = file_name(doc.title or doc.id).casefold()
+        counts[key] = counts.get(key, 0) + 1
+    return {doc.id: note_filename(doc, counts[file_name(doc.title or doc.id).casefold()] > 1) for doc in docs}
 
 
 def render_note(doc: BeirDocument) -> str:
@@ -184,12 +208,14 @@ def write_as_vault(dataset: BeirDataset, folder: str | Path) -> dict[str, str]:
     root.mkdir(parents=True, exist_ok=True)
     paths: dict[str, str] = {}
     owners: dict[str, str] = {}
+    names = note_filenames(list(dataset.corpus.values()))
     for doc in dataset.corpus.values():
-        name = note_filename(doc)
-        if name in owners:  # a blake2b collision of two ids that also share a slug
-            raise VaultError(f"documents {owners[name]!r} and {doc.id!r} map to the same note file",
+        name = names[doc.id]
+        if name.casefold() in owners:  # a blake2b collision of two ids that also share a title
+            raise VaultError(f"documents {owners[name.casefold()]!r} and {doc.id!r} map to the same note file",
                              path=str(root / name), hint="rename one of the document ids")
-        owners[name] = doc.id
+        owners[name.casefold()] = doc.id
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(render_note(doc), encoding="utf-8")
         paths[doc.id] = name
     logger.info("wrote %d notes of %s to %s", len(paths), dataset.name, root)

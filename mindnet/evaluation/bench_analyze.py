@@ -31,7 +31,7 @@ from pathlib import Path
 
 from mindnet.analysis.models import Span
 from mindnet.analysis.relations import RelationRules
-from mindnet.evaluation.beir import load_beir, note_filename, render_note
+from mindnet.evaluation.beir import load_beir, note_filenames, render_note
 from mindnet.indexing.edges import LinkResolver
 from mindnet.service import Mindnet
 from mindnet.settings import SAMPLE_VAULT, Settings
@@ -87,9 +87,10 @@ def musique_files(folder: Path) -> dict[str, str]:
         else:
             see_also[src].append(f"[[{dst}|{target.title}]]")
     files = {}
+    names = note_filenames(list(data.corpus.values()))
     for doc_id, doc in data.corpus.items():
         body = texts[doc_id] + (f"\n\nSee also: {', '.join(see_also[doc_id])}" if see_also[doc_id] else "")
-        files[note_filename(doc)] = render_note(type(doc)(id=doc.id, title=doc.title, text=body))
+        files[names[doc_id]] = render_note(type(doc)(id=doc.id, title=doc.title, text=body))
     return files
 
 

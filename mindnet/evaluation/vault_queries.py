@@ -84,8 +84,9 @@ def _plain(text: str) -> str:
 
 
 def first_sentence_without_title(note: Note) -> str | None:
-    """The body's first sentence of at least MIN_WORDS words, minus the words of the title."""
-    title_words = {w.casefold() for w in _WORD.findall(note.title)}
+    """The body's first sentence of at least MIN_WORDS words, minus the words of the note's names (its file name,
+    frontmatter title and first heading)."""
+    title_words = {w.casefold() for name in [note.title, *note.names] for w in _WORD.findall(name)}
     body = "\n".join(line for line in note.body.splitlines() if not line.lstrip().startswith(("#", "|", "---")))
     for sentence in _SENTENCE.split(_plain(WIKILINK.sub(lambda m: m.group(2).split("|")[-1], body))):
         kept = [w for w in sentence.split() if w.casefold().strip(".,;:!?()\"'«»„“”") not in title_words]
@@ -98,7 +99,8 @@ def questions_for(note: Note) -> list[str]:
     """Known-item questions for one note: description/summary, aliases, else the first sentence."""
     texts = [str(note.frontmatter.get(k)).strip() for k in ("description", "summary")
              if isinstance(note.frontmatter.get(k), str) and str(note.frontmatter.get(k)).strip()]
-    texts += [a for a in note.aliases if a.strip() and a.strip().casefold() != note.title.casefold()]
+    names = {n.casefold() for n in [note.title, *note.names]}
+    texts += [a for a in note.aliases if a.strip() and a.strip().casefold() not in names]
     if not texts:
         sentence = first_sentence_without_title(note)
         texts = [sentence] if sentence else []

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from mindnet.settings import ChunkProfile, ChunkStrategy
 from mindnet.vault.budget import checkpoint
-from mindnet.vault.headings import parse_heading
+from mindnet.vault.headings import has_placeholder, parse_heading
+from mindnet.vault.masking import mask_code
 
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'»„(\[]?[A-ZÄÖÜ0-9])")
@@ -61,7 +62,17 @@ def _kind_of(line: str) -> str:
 
 
 def split_blocks(body: str) -> list[Block]:
+    """The blocks of a body. A `#` line is a heading only outside code, math and comments (as Obsidian reads it)
+    and when it holds no template placeholder (`# {{title}}` is a template's line)."""
     lines = body.split("\n")
+    masked = mask_code(body, body=True).split("\n") if "#" in body else lines
+
+    def heading_at(i: int) -> tuple[int, str] | None:
+        found = parse_heading(lines[i]) if lines[i].startswith("#") else None
+        if found is None or (masked is not lines and parse_heading(masked[i]) is None) or has_placeholder(found[1]):
+            return None
+        return found
+
     blocks: list[Block] = []
     path: list[tuple[int, str]] = []
     i = 0
@@ -71,7 +82,7 @@ def split_blocks(body: str) -> list[Block]:
         if not line.strip():
             i += 1
             continue
-        heading = parse_heading(line)
+        heading = heading_at(i)
         fence = FENCE.match(line)
         if heading:
             level, title = heading
@@ -88,7 +99,7 @@ def split_blocks(body: str) -> list[Block]:
         else:
             kind, start = _kind_of(line), i
             i += 1
-            while i < len(lines) and lines[i].strip() and parse_heading(lines[i]) is None and not FENCE.match(lines[i]):
+            while i < len(lines) and lines[i].strip() and heading_at(i) is None and not FENCE.match(lines[i]):
                 nxt = _kind_of(lines[i])
                 # a list may continue with indented lines; tables and quotes only with their own kind
                 if nxt != kind and not (kind in ("list", "paragraph") and nxt == "paragraph"):

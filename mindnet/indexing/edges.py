@@ -1,5 +1,5 @@
-"""Typed, weighted edges derived from chunks: explicit links, inline relations, callouts, type defaults,
-structure (next/prev/belongs_to) and unlinked mentions.
+"""Typed, weighted edges derived from chunks: explicit links (wikilinks, Markdown links, embeds), inline
+relations, callouts, type defaults, structure (next/prev/belongs_to) and unlinked mentions.
 
 A type's default edges (`edge_defaults` in types.yaml) on an explicit link are not stored as edges of their
 own: the link's edge carries them as extra kinds (`kinds: ["references", "related_to"]`), so a vault with
@@ -7,26 +7,41 @@ own: the link's edge carries them as extra kinds (`kinds: ["references", "relate
 `default_rule` and `default_confidence` are the default kinds' rule and confidence, and readers match a kind
 against `kinds` (`store.collections.edge_as` shows an edge as one of its kinds).
 
-Every edge goes from a chunk (`source_id`) to a note id, a chunk id, or - when the link does not resolve -
-the link text itself (`resolved: false`). Because all edges are derived again on each import from the current
-set of notes, an unresolved edge heals as soon as a matching note appears.
+Every edge goes from a chunk (`source_id`) to a note id, a chunk id (structure), or - when the link does not
+resolve - its normalised target (`resolved: false`; `target_text` keeps the link as written). A link to a
+heading or block (`[[Qdrant#Setup]]`, `[[a#^id]]`) keeps its `anchor` and targets the chunk that holds it
+(`target_chunk`; none when the anchor does not exist, with a report line); `target_id` stays the note, so every
+reader of note-level links (graph, snapshot, a Qdrant server's filters) reads it as before. A link inside the
+note (`[[#Setup]]`) is an edge from its chunk to the note, `target_chunk` the chunk it names. One edge per
+chunk, target note and kind: of two sections of one note linked from one chunk, the first is kept.
+`resolved_by` says by which rule the link resolved (`mindnet.indexing.resolver`: path, name, self, id, alias,
+title). Because all edges are derived again on each import from the current set of notes, an
+unresolved edge heals as soon as a matching note appears.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 from llama_index.core.schema import TextNode
 
 from mindnet.indexing.mentions import MentionIndex
+from mindnet.indexing.node_parser import chunk_id
+from mindnet.indexing.resolver import LinkResolver, Resolution
 from mindnet.settings import TypesConfig
 from mindnet.vault.budget import CHECK_EVERY, checkpoint
-from mindnet.vault.links import extract_links
+from mindnet.vault.links import LinkRef, read_links
 from mindnet.vault.note import Note
+from mindnet.vault.scan import Issue
+
+__all__ = ["STRUCTURAL_KINDS", "Edge", "LinkResolver", "NoteLinks", "derive_edges", "edge_key", "link_note",
+           "mention_edges"]
 
 STRUCTURAL_KINDS = ("belongs_to", "next", "prev")
+MAX_AMBIGUOUS = 50      # ambiguous names kept per note for the report
 
 
 def edge_key(source_id: str, target_id: str, kind: str) -> str:
@@ -47,6 +62,10 @@ class Edge:
     extra_kinds: tuple[str, ...] = ()   # type default kinds this link also stands for (stored once, here)
     default_rule: str | None = None          # rule and confidence of those default kinds
     default_confidence: float | None = None
+    anchor: str | None = None        # the link's #anchor as written (a heading, or ^block)
+    resolved_by: str | None = None   # the resolver rule of a link (path, name, self, id, alias, title)
+    candidates: int = 0              # notes sharing the name it resolved by, when more than one
+    target_chunk: str | None = None  # the chunk of the target note holding the anchor's heading or block
 
     @property
     def edge_id(self) -> str:
@@ -58,56 +77,26 @@ class Edge:
 
     def payload(self) -> dict:
         """The stored payload: the fields in declaration order (`extra_kinds` as `kinds`; the default's rule and
-        confidence only with extra kinds), then `kinds` and `edge_id`. Built by hand: `dataclasses.asdict`
-        deep-copies field by field and cost ~50 s of a 10,000-note import under a profiler (271k edges, each
-        payload built twice: for the edges hash and for the write)."""
+        confidence only with extra kinds; anchor, resolved_by, candidates, target_chunk only when set), then `kinds`
+        and `edge_id`. Built by hand: `dataclasses.asdict` deep-copies field by field and cost ~50 s of a 10,000-note
+        import under a profiler (271k edges, each payload built twice: for the edges hash and for the write)."""
         data = {"source_id": self.source_id, "target_id": self.target_id, "kind": self.kind,
                 "rule_id": self.rule_id, "confidence": self.confidence, "note_id": self.note_id,
                 "scope": self.scope, "resolved": self.resolved, "target_text": self.target_text}
         if self.extra_kinds:
             data["default_rule"] = self.default_rule
             data["default_confidence"] = self.default_confidence
+        if self.anchor is not None:
+            data["anchor"] = self.anchor
+        if self.resolved_by is not None:
+            data["resolved_by"] = self.resolved_by
+        if self.candidates > 1:
+            data["candidates"] = self.candidates
+        if self.target_chunk is not None:
+            data["target_chunk"] = self.target_chunk
         data["kinds"] = [self.kind, *self.extra_kinds]
         data["edge_id"] = self.edge_id
         return data
-
-
-class LinkResolver:
-    """Resolves link text to a note id by id, path, title, alias or file name, case-insensitively."""
-
-    def __init__(self, notes: Iterable[Note]) -> None:
-        ranked: dict[str, tuple[int, str]] = {}
-
-        def put(key: str, rank: int, note_id: str) -> None:
-            key = key.strip().casefold()
-            if key and (key not in ranked or ranked[key][0] > rank):
-                ranked[key] = (rank, note_id)
-
-        for note in sorted(notes, key=lambda n: n.path):
-            put(note.note_id, 0, note.note_id)
-            put(note.path, 1, note.note_id)
-            put(note.path.removesuffix(".md"), 1, note.note_id)
-            put(note.title, 2, note.note_id)
-            for alias in note.aliases:
-                put(alias, 3, note.note_id)
-            put(note.stem, 4, note.note_id)
-        self._keys = {k: v[1] for k, v in ranked.items()}
-
-    def resolve(self, text: str) -> str | None:
-        key = text.strip().casefold().removesuffix(".md")
-        return self._keys.get(key) or self._keys.get(key.rsplit("/", 1)[-1])
-
-    @property
-    def mapping(self) -> dict[str, str]:
-        """Every lookup key (case-folded) -> the note id it resolves to."""
-        return self._keys
-
-    def signature(self) -> str:
-        """Changes whenever any link could resolve differently (used to decide if edges must be re-derived)."""
-        digest = hashlib.sha256()
-        for key in sorted(self._keys):
-            digest.update(f"{key}\0{self._keys[key]}\n".encode())
-        return digest.hexdigest()
 
 
 def _dedupe(edges: list[Edge]) -> list[Edge]:
@@ -134,17 +123,57 @@ def _dedupe(edges: list[Edge]) -> list[Edge]:
     return out
 
 
+@dataclass
+class NoteLinks:
+    """What linking one note gave: its edges, the report lines of links that did not resolve as written, the
+    resolver keys its links consulted (its edges depend on them), and counts for the import report."""
+
+    edges: list[Edge]
+    issues: list[Issue] = field(default_factory=list)
+    lookups: list[str] = field(default_factory=list)
+    syntax: Counter = field(default_factory=Counter)       # wikilink | markdown | embed -> links
+    rules: Counter = field(default_factory=Counter)        # resolver rule (or unresolved, outside) -> links
+    ambiguous: dict[str, int] = field(default_factory=dict)   # a name several notes share -> those notes
+    anchors_missing: int = 0
+    urls: list[str] = field(default_factory=list)
+    url_count: int = 0
+
+
 def derive_edges(note: Note, nodes: list[TextNode], resolver: LinkResolver, types: TypesConfig,
                  mentions: MentionIndex | None = None) -> list[Edge]:
     """All edges defined by one note's chunks."""
+    return link_note(note, nodes, resolver, types, mentions).edges
+
+
+def _chunk_target(note_id: str, number: int) -> str:
+    from mindnet.indexing.node_parser import chunk_id  # the chunk ids the parser gives
+    return chunk_id(note_id, number)
+
+
+def link_note(note: Note, nodes: list[TextNode], resolver: LinkResolver, types: TypesConfig,
+              mentions: MentionIndex | None = None) -> NoteLinks:
+    """The edges of one note (see `NoteLinks`): each link of its body belongs to the chunk holding its line."""
     conf = types.confidence
     spec = types.types[note.type]
-    edges: list[Edge] = []
-    rule_confidence = {"explicit:wikilink": conf.wikilink, "explicit:embed": conf.embed,
-                       "inline:rel": conf.inline_rel, "callout:edge": conf.callout}
+    out = NoteLinks(edges=[])
+    edges = out.edges
+    rule_confidence = {"explicit:wikilink": conf.wikilink, "explicit:markdown": conf.markdown,
+                       "explicit:embed": conf.embed, "inline:rel": conf.inline_rel, "callout:edge": conf.callout}
+    scan = read_links(note.body, body=True) if nodes else None
+    starts = [int(n.metadata.get("line", note.body_line)) - note.body_line for n in nodes]
+    by_chunk: list[list[LinkRef]] = [[] for _ in nodes]
+    lookups: set[str] = set()
+    if scan is not None:
+        for ref in scan.refs:
+            by_chunk[max(0, bisect.bisect_right(starts, ref.line) - 1)].append(ref)
+        out.issues += [_issue(note, line, message) for line, message in scan.problems]
+        if scan.problems_dropped:
+            out.issues.append(_issue(note, scan.problems[-1][0], f"{scan.problems_dropped} more link problems "
+                                     "in this note are not listed"))
+        out.urls, out.url_count = scan.urls, scan.url_count
     candidates: list[tuple[str, str, str]] = []   # (chunk id, note id, name) of unlinked mentions
     for i, node in enumerate(nodes):
-        checkpoint(int(node.metadata.get("line", note.body_line)) - note.body_line, CHECK_EVERY)
+        checkpoint(starts[i], CHECK_EVERY)
         cid = node.node_id
         edges.append(Edge(cid, note.note_id, "belongs_to", "structure:belongs_to", conf.structural, note.note_id))
         if i + 1 < len(nodes):
@@ -152,29 +181,70 @@ def derive_edges(note: Note, nodes: list[TextNode], resolver: LinkResolver, type
             edges.append(Edge(cid, nxt, "next", "structure:order", conf.structural, note.note_id))
             edges.append(Edge(nxt, cid, "prev", "structure:order", conf.structural, note.note_id))
         linked: set[str] = {note.note_id}
-        for ref in extract_links(node.get_content()):
+        for ref in by_chunk[i]:
             if ref.kind == "attachment":   # kept as a record of the file, never a note: not unresolved, no graph
                 edges.append(Edge(cid, ref.target, "attachment", ref.rule_id, 1.0, note.note_id, resolved=False,
                                   target_text=ref.target))
                 continue
-            target = resolver.resolve(ref.target)
-            target_id, resolved = (target, True) if target else (ref.target, False)
-            if target == note.note_id and ref.heading is None:
-                continue  # a note linking to itself adds nothing to the graph
-            linked.add(target_id)
-            # the type's default kinds ride on the link's edge (see the module docstring)
+            edge = _link_edge(note, cid, ref, resolver, out, lookups)
+            if edge is None:
+                continue
+            linked.add(edge.target_id)
+            # the type's default kinds ride on the link's edge (see the module docstring); not on a link inside
+            # the note
             defaults = tuple(k for k in spec.edge_defaults if k != ref.kind) \
-                if ref.rule_id.startswith("explicit:") else ()
-            edges.append(Edge(cid, target_id, ref.kind, ref.rule_id, rule_confidence[ref.rule_id], note.note_id,
-                              resolved=resolved, target_text=ref.target, extra_kinds=defaults,
-                              default_rule=f"edge_defaults:{note.type}" if defaults else None,
-                              default_confidence=conf.default_edge if defaults else None))
+                if ref.rule_id.startswith("explicit:") and edge.target_id != note.note_id else ()
+            edges.append(replace(edge, confidence=rule_confidence[ref.rule_id], extra_kinds=defaults,
+                                 default_rule=f"edge_defaults:{note.type}" if defaults else None,
+                                 default_confidence=conf.default_edge if defaults else None))
         if mentions is not None:
-            found = mentions.find(node.get_content(), exclude=linked)
+            found = mentions.find(node.get_content(), exclude=linked, own=note.note_id)
             candidates += [(cid, target_id, surface) for target_id, surface in found]
     if mentions is not None:
         edges += mention_edges(note, candidates, mentions, types.mentions.confidence)
-    return _dedupe(edges)
+    out.edges = _dedupe(edges)
+    out.lookups = sorted(lookups)
+    out.issues.sort(key=lambda i: i.line or 0)
+    return out
+
+
+def _issue(note: Note, line: int, message: str) -> Issue:
+    return Issue("warning", note.path, message, note.body_line + line, kind="link")
+
+
+def _link_edge(note: Note, cid: str, ref: LinkRef, resolver: LinkResolver, out: NoteLinks,
+               lookups: set[str]) -> Edge | None:
+    """The edge of one link (confidence and default kinds are the caller's), or None: a link to the note itself,
+    to its own chunk, or out of the vault."""
+    res: Resolution = resolver.resolve_link(ref.target, note.path, note.note_id)
+    lookups.update(res.lookups)
+    out.syntax[ref.syntax] += 1
+    out.rules[res.rule] += 1
+    if res.problem is not None:
+        out.issues.append(_issue(note, ref.line, res.problem))
+    if res.rule == "outside":
+        return None
+    if res.candidates > 1 and len(out.ambiguous) < MAX_AMBIGUOUS:
+        out.ambiguous[res.target] = res.candidates
+    if res.note_id is None:
+        return Edge(cid, res.target, ref.kind, ref.rule_id, 1.0, note.note_id, resolved=False,
+                    target_text=ref.target, anchor=ref.anchor, resolved_by="unresolved")
+    section: str | None = None
+    if ref.anchor is not None:
+        number, keys, problem = resolver.resolve_anchor(res.note_id, ref.anchor)
+        lookups.update(keys)
+        if number is not None:
+            section = chunk_id(res.note_id, number)   # the chunk ids the parser gives
+        else:
+            out.anchors_missing += 1
+            written = f"{ref.target}#{ref.anchor}" if ref.target else f"#{ref.anchor}"
+            out.issues.append(_issue(note, ref.line, f"{problem}: '{written[:80]}' links to the whole note "
+                                                     f"instead (fix: correct the anchor or add the heading)"))
+    if (res.note_id == note.note_id and section is None) or section == cid:
+        return None      # a note linking to itself (or a chunk to itself) adds nothing to the graph
+    return Edge(cid, res.note_id, ref.kind, ref.rule_id, 1.0, note.note_id, target_text=ref.target,
+                anchor=ref.anchor, resolved_by=res.rule, candidates=res.candidates if res.candidates > 1 else 0,
+                target_chunk=section)
 
 
 def mention_edges(note: Note, candidates: list[tuple[str, str, str]], mentions: MentionIndex,

@@ -15,7 +15,8 @@ class IntegrityReport:
     chunks: int = 0
     edges: int = 0
     dangling_edges: list[dict] = field(default_factory=list)      # resolved edges whose end does not exist
-    unresolved: list[dict] = field(default_factory=list)          # links to notes that do not exist (yet)
+    unresolved: list[dict] = field(default_factory=list)          # links to notes that do not exist (yet): the
+                                                                  # normalised target and the link as written
     orphan_chunks: list[str] = field(default_factory=list)        # chunks whose note is gone
     missing_chunks: list[str] = field(default_factory=list)       # chunks a note lists that are not stored
     unlisted: list[str] = field(default_factory=list)             # chunks/edges their note does not list
@@ -75,9 +76,56 @@ def check_index(store: Store) -> IntegrityReport:
         if not e.get("resolved", True):
             if str(e.get("rule_id", "")).startswith(("edge_defaults", "attachment")):
                 continue   # a default edge repeats a link already counted; an attachment is a file, not a note
-            report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"]})
-        elif e["source_id"] not in known or e["target_id"] not in known:
+            report.unresolved.append({"note_id": e["note_id"], "target": e["target_id"], "kind": e["kind"],
+                                      "text": e.get("target_text")})
+        elif e["source_id"] not in known or e["target_id"] not in known or \
+                (e.get("target_chunk") is not None and e["target_chunk"] not in chunk_ids):
             report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
     report.missing_indexes = store.missing_indexes() if isinstance(store, ServerStore) else []
     report.unembedded = store.count("chunks", WITHOUT_DENSE)
     return report
+
+
+# rules of edges a link wrote (not structure, type defaults or mentions)
+LINK_RULE_PREFIXES = ("explicit:", "inline:", "callout:", "attachment:")
+RULE_WORDS = {"path": "by path", "name": "by file name", "self": "inside this note", "id": "by id",
+              "alias": "through an alias", "title": "by title", "unresolved": "unresolved"}
+
+
+@dataclass
+class LinkAudit:
+    """What every link of a note resolved to, as `mindnet check --links` lists it."""
+
+    path: str
+    links: list[dict] = field(default_factory=list)
+
+
+def link_audit(store: Store) -> list[LinkAudit]:
+    """Per note (by path), each link edge: as written (`text`, `anchor`), its rule id and kind, what it resolved
+    to (`target`: a path, or the normalised target of an unresolved link; `section`: the anchor when it found
+    its heading or block), by which resolver rule (`by`), and how many notes shared the name it resolved by.
+    One line per distinct link of a chunk (a link written twice in one chunk is one edge)."""
+    if not (store.exists("notes") and store.exists("edges")):
+        return []
+    paths = {r.payload["note_id"]: r.payload.get("path", "")
+             for r in store.scroll("notes", payload=["note_id", "path"])}
+    audits: dict[str, LinkAudit] = {}
+    for r in store.scroll("edges"):
+        e = r.payload
+        if not str(e.get("rule_id", "")).startswith(LINK_RULE_PREFIXES):
+            continue
+        target = str(e.get("target_id", ""))
+        chunk = e.get("target_chunk")
+        resolved = bool(e.get("resolved", True))
+        by = e.get("resolved_by") or ("attachment" if e.get("kind") == "attachment" else
+                                      "resolved" if resolved else "unresolved")
+        row = {"text": e.get("target_text"), "anchor": e.get("anchor"), "rule_id": e.get("rule_id"),
+               "kind": e.get("kind"), "by": by, "resolved": resolved,
+               "target": paths.get(target, target) if resolved else target,
+               "section": e.get("anchor") if resolved and chunk else None,
+               "candidates": int(e.get("candidates") or 1), "source": e.get("source_id")}
+        source = paths.get(e.get("note_id", ""), e.get("note_id", ""))
+        audits.setdefault(source, LinkAudit(source)).links.append(row)
+    for audit in audits.values():
+        audit.links.sort(key=lambda r: (str(r["source"]), str(r["text"]), str(r["anchor"] or ""), str(r["kind"])))
+    return [audits[p] for p in sorted(audits)]

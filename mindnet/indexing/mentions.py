@@ -1,4 +1,6 @@
-"""Unlinked mentions: a chunk names another note's title or alias as a whole word without linking it.
+"""Unlinked mentions: a chunk names another note's name (its file name, frontmatter title, first heading or
+an alias) as a whole word without linking it. A name the note shares with others makes no mention edge: a note
+saying its own name ("Meeting" in a note named Meeting) does not mention the other notes of that name.
 
 One Aho-Corasick automaton over all titles and aliases scans each chunk once, so the cost grows with the
 text, not with the number of notes (a 10,000-note vault needs no title-by-title regex loop).
@@ -43,6 +45,11 @@ def _is_word_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
+def mention_names(note) -> list[str]:  # type: ignore[no-untyped-def]
+    """The names a note is mentioned by: its name (file name), its extra names and its aliases."""
+    return [note.title, *(getattr(note, "names", None) or []), *note.aliases]
+
+
 class MentionIndex:
     def __init__(self, notes: Iterable[Note], settings: MentionSettings) -> None:
         start = time.perf_counter()
@@ -51,7 +58,7 @@ class MentionIndex:
         names: dict[str, set[str]] = {}
         notes_list = list(notes)
         for note in notes_list:
-            for name in [note.title, *note.aliases]:
+            for name in mention_names(note):
                 key = name.strip().casefold()
                 if len(key) >= settings.min_title_length:
                     names.setdefault(key, set()).add(note.note_id)
@@ -123,13 +130,15 @@ class MentionIndex:
         bound = self.common_limit()
         return [(k, n) for k, n in self.note_freq.most_common() if n > bound][:limit]
 
-    def find(self, text: str, *, exclude: set[str] = frozenset()) -> list[tuple[str, str]]:
-        """(note_id, surface) for each note mentioned in `text`, longest match first, at most max_per_chunk."""
+    def find(self, text: str, *, exclude: set[str] = frozenset(), own: str | None = None
+             ) -> list[tuple[str, str]]:
+        """(note_id, surface) for each note mentioned in `text`, longest match first, at most max_per_chunk.
+        `own`: the note the text belongs to; a name it shares with other notes mentions none of them."""
         if not self.size:
             return []
         start = time.perf_counter()
         try:
-            return self._find(text, exclude)
+            return self._find(text, exclude, own)
         finally:
             self.seconds += time.perf_counter() - start
 
@@ -158,9 +167,11 @@ class MentionIndex:
             taken.append(span)
         return taken
 
-    def _find(self, text: str, exclude: set[str]) -> list[tuple[str, str]]:
+    def _find(self, text: str, exclude: set[str], own: str | None) -> list[tuple[str, str]]:
         found: dict[str, str] = {}
         for _, _, key, ids in self.spans(strip_links(mask_code(text)).casefold()):
+            if own is not None and own in ids:
+                continue     # its own name, shared with other notes: not a mention of them
             for note_id in ids:
                 if note_id not in exclude and note_id not in found:
                     found[note_id] = key

@@ -67,7 +67,9 @@ __all__ = ["PIPELINE_VERSION", "Importer", "ImportReport", "PlannedNote", "dry_r
 log = logging.getLogger(__name__)
 BATCH_NOTES = 16            # notes written in one step; a save waits for at most one step of a running import
 Progress = Callable[[int, int, str], None]
-RECORD_FIELDS = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path", "title", "aliases"]
+RECORD_FIELDS = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path", "title", "aliases",
+                 "names"]
+MAX_URLS = 100              # external URLs listed in a note record (`url_count` counts them all)
 
 
 @contextmanager
@@ -93,7 +95,8 @@ def _placeholder(record: dict) -> NoteEntry:
     return NoteEntry(note_id=record["note_id"], path=record.get("path", ""), size=-1, mtime_ns=-1, seen_ns=0,
                      content_hash="", fingerprint=record.get("fingerprint", ""),
                      edges_hash=record.get("edges_hash", ""), title=record.get("title", ""),
-                     aliases=list(record.get("aliases") or []), links=[], named=[])
+                     aliases=list(record.get("aliases") or []), links=[], named=[],
+                     names=list(record.get("names") or []))
 
 
 def _batches(changed: list[PlannedNote], lead: int) -> list[list[PlannedNote]]:
@@ -111,8 +114,9 @@ def dry_run_payloads(planned: list[PlannedNote], types: TypesConfig) -> dict[str
     for p in planned:
         n = p.note
         spec = types.types[n.type]
-        notes.append({"note_id": n.note_id, "title": n.title, "type": n.type, "path": n.path, "tags": n.tags,
-                      "aliases": n.aliases, "retriever_weight": spec.retriever_weight,
+        notes.append({"note_id": n.note_id, "title": n.title, "names": n.names, "type": n.type, "path": n.path,
+                      "tags": n.tags, "aliases": n.aliases, "urls": p.links.urls[:MAX_URLS] if p.links else [],
+                      "url_count": p.links.url_count if p.links else 0, "retriever_weight": spec.retriever_weight,
                       "chunk_profile": spec.chunk_profile, "edge_defaults": spec.edge_defaults,
                       "chunk_ids": [x.node_id for x in p.nodes]})
         chunks += [dict(x.metadata) for x in p.nodes]
@@ -301,7 +305,9 @@ class Importer:
         n = p.note
         spec = self.types.types[n.type]
         return {
-            "note_id": n.note_id, "title": n.title, "type": n.type, "path": n.path, "aliases": n.aliases,
+            "note_id": n.note_id, "title": n.title, "names": n.names, "type": n.type, "path": n.path,
+            "aliases": n.aliases, "urls": p.links.urls[:MAX_URLS] if p.links else [],
+            "url_count": p.links.url_count if p.links else 0,
             "tags": n.tags, "retriever_weight": spec.retriever_weight, "chunk_profile": spec.chunk_profile,
             "index_note": n.type == self.types.index_type(), "edge_defaults": spec.edge_defaults,
             "updated": int(n.mtime), "fulltext": n.body,
@@ -623,6 +629,7 @@ class Importer:
                 report.mention_edges += mentioned
                 report.mention_sources[entry.path] = mentioned
             report.unresolved += [(entry.path, u) for u in entry.unresolved]
+            report.add_links(entry.path, entry.link_counts)
 
     def _save_manifest(self, state: IndexState) -> None:
         """The same index (same token), entries refreshed (touched files, vectors complete)."""

@@ -16,23 +16,25 @@ import time
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from llama_index.core.schema import TextNode
 
-from mindnet.indexing.edges import Edge, LinkResolver, derive_edges
-from mindnet.indexing.mentions import MentionIndex, common_limit
+from mindnet.indexing.edges import Edge, NoteLinks, link_note
+from mindnet.indexing.mentions import MentionIndex, common_limit, mention_names
 from mindnet.indexing.node_parser import MarkdownNoteParser
-from mindnet.indexing.state import IndexState, NoteEntry, link_keys
+from mindnet.indexing.resolver import LinkResolver, anchor_chunks
+from mindnet.indexing.state import IndexState, NoteEntry
 from mindnet.settings import MentionSettings, TypesConfig
 from mindnet.vault.budget import within_budget
-from mindnet.vault.links import extract_links
 from mindnet.vault.note import Note, budget_warning, cut_note
 from mindnet.vault.scan import Issue, iter_markdown_stats, load_note, scan_vault
 
-PIPELINE_VERSION = "6"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
-                            # (3: passages cut on the model's token budget; 6: chunk payloads list their folders)
+PIPELINE_VERSION = "7"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
+                            # (3: passages cut on the model's token budget; 6: names are file names, Markdown
+                            # links, anchors to chunks, headings outside code and math, YAML 1.2; 7: chunk payloads
+                            # list their folders, note records their language)
 LINK_RULES = ("explicit", "inline", "callout")
 
 
@@ -46,6 +48,12 @@ class PlannedNote:
     named: list[str] = field(default_factory=list)   # mention names its text names (MentionIndex.count_notes)
     found: list[str] = field(default_factory=list)   # every mention name in its text (its edges depend on)
     capped: bool = False
+    links: NoteLinks | None = None                   # its links: report lines, resolver keys, counts
+    anchors: dict[str, int] = field(default_factory=dict)   # its headings and blocks -> chunk number
+
+    @property
+    def link_issues(self) -> list[Issue]:
+        return self.links.issues if self.links is not None else []
 
 
 @dataclass
@@ -83,22 +91,67 @@ def _plan_note(note: Note, parser: MarkdownNoteParser, resolver: LinkResolver, t
                nodes: list[TextNode] | None = None) -> PlannedNote:
     """Chunks (unless given) and edges of one note, within the per-note budget: a note whose linking runs past
     it is chunked and linked again as far as it was read, with a report line."""
-    def attempt(lines: int | None) -> tuple[Note, list[TextNode], list[Edge]]:
+    def attempt(lines: int | None) -> tuple[Note, list[TextNode], NoteLinks]:
         cut = note if lines is None else cut_note(note, lines, types)
         chunks = nodes if lines is None and nodes is not None else parser.note_to_nodes(cut)
-        return cut, chunks, derive_edges(cut, chunks, resolver, types, mentions)
+        return cut, chunks, link_note(cut, chunks, resolver, types, mentions)
 
     total = note.body.count("\n") + 1
-    (note, nodes, edges), kept = within_budget(types.note_budget_seconds, attempt)
+    (note, nodes, links), kept = within_budget(types.note_budget_seconds, attempt)
     if kept is not None:
         issues.append(Issue("warning", note.path, budget_warning("linking", types, kept, total), note.body_line + kept))
-    if not nodes:
+    if not nodes and note.frontmatter:     # an empty file is a note without text, as Obsidian makes them
         issues.append(Issue("warning", note.path, "note has a title but no text; nothing to search"))
-    planned = PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key), edges_fingerprint(edges))
+    edges = links.edges
+    planned = PlannedNote(note, nodes, edges, note_fingerprint(note, types, model_key), edges_fingerprint(edges),
+                          links=links, anchors=anchor_chunks(note, nodes))
     if mentions is not None:
         planned.named, planned.found = named_in(note, mentions), found_in(note, mentions)
         planned.capped = sum(e.kind == "mentions" for e in edges) >= mentions.settings.max_per_note
     return planned
+
+
+def chunk_note(note: Note, parser: MarkdownNoteParser, types: TypesConfig, issues: list[Issue]
+               ) -> tuple[Note, list[TextNode]]:
+    """A note's chunks within the per-note budget (past it: the note cut where chunking got to, with a report
+    line), before any note is linked: links to its headings target the chunks it gets here."""
+    def attempt(lines: int | None) -> tuple[Note, list[TextNode]]:
+        cut = note if lines is None else cut_note(note, lines, types)
+        return cut, parser.note_to_nodes(cut)
+
+    (cut, nodes), kept = within_budget(types.note_budget_seconds, attempt)
+    if kept is not None:
+        issues.append(Issue("warning", note.path, budget_warning("chunking", types, kept, note.body.count("\n") + 1),
+                            note.body_line + kept))
+    return cut, nodes
+
+
+def keep_anchor_targets(planned: list[PlannedNote], entries: dict[str, NoteEntry]) -> list[PlannedNote]:
+    """A link's section (`target_chunk`) that its note no longer has (a note cut at its budget after the others
+    were linked to its chunks) is dropped: the link targets the note (a link inside the note then goes)."""
+    chunks = {p.note.note_id: len(p.nodes) for p in planned}
+    for p in planned:
+        if not any(e.target_chunk is not None and not _has_chunk(e.target_chunk, chunks, entries) for e in p.edges):
+            continue
+        fixed = []
+        for e in p.edges:
+            if e.target_chunk is not None and not _has_chunk(e.target_chunk, chunks, entries):
+                if e.target_id == p.note.note_id:
+                    continue
+                e = replace(e, target_chunk=None)
+            fixed.append(e)
+        p.edges = fixed
+        p.edges_hash = edges_fingerprint(fixed)
+    return planned
+
+
+def _has_chunk(target: str, chunks: dict[str, int], entries: dict[str, NoteEntry]) -> bool:
+    note_id, _, number = target.rpartition("#c")
+    count = chunks.get(note_id)
+    if count is None:
+        entry = entries.get(note_id)
+        count = entry.chunks if entry is not None else None
+    return count is None or (number.isdigit() and int(number) <= count)
 
 
 def found_in(note: Note, mentions: MentionIndex) -> list[str]:
@@ -127,10 +180,18 @@ def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",
 
     notes, issues = scan_vault(vault, types, owners=owners, on_note=chunk if on_chunked else None)
     report.issues.extend(issues)
-    resolver = LinkResolver(notes)
+    # every note is chunked before any is linked: a link to a heading targets the chunk holding it
+    for i, note in enumerate(notes):
+        if id(note) not in chunked:
+            notes[i], nodes = chunk_note(note, parser, types, report.issues)
+            chunked[id(notes[i])] = nodes
+    resolver = LinkResolver(notes, anchors={n.note_id: anchor_chunks(n, chunked[id(n)]) for n in notes})
     mentions = MentionIndex(notes, types.mentions) if types.mentions.enabled else None
     planned = [_plan_note(note, parser, resolver, types, mentions, model_key, report.issues, chunked.get(id(note)))
                for note in notes]
+    planned = keep_anchor_targets(planned, {})
+    for p in planned:
+        report.issues.extend(p.link_issues)
     report.seconds_mentions = mentions.seconds if mentions is not None else 0.0
     report.mention_common = mentions.common_names() if mentions is not None else []
     return planned
@@ -141,8 +202,7 @@ def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",
 def entry_of(p: PlannedNote, issues: list[Issue], seen_ns: int) -> NoteEntry:
     """The state entry of a note whose record now holds `p`'s fingerprint and edges."""
     n = p.note
-    links = sorted({key for node in p.nodes for ref in extract_links(node.get_content())
-                    if ref.kind != "attachment" for key in link_keys(ref.target)})
+    links = p.links.lookups if p.links is not None else []
     kinds: dict[str, int] = {}
     for e in p.edges:
         kinds[e.kind] = kinds.get(e.kind, 0) + 1
@@ -151,15 +211,25 @@ def entry_of(p: PlannedNote, issues: list[Issue], seen_ns: int) -> NoteEntry:
                      content_hash=n.content_hash, fingerprint=p.fingerprint, edges_hash=p.edges_hash,
                      title=n.title, aliases=list(n.aliases), links=links, chunks=len(p.nodes), kinds=kinds,
                      unresolved=unresolved,
-                     issues=[[i.level, i.message, i.line] for i in issues if i.path == n.path],
-                     named=p.named, found=p.found, capped=p.capped)
+                     issues=[[i.level, i.message, i.line] for i in issues if i.path == n.path and i.kind == "file"],
+                     named=p.named, found=p.found, capped=p.capped, names=list(n.names), anchors=dict(p.anchors),
+                     link_issues=[[i.level, i.message, i.line] for i in p.link_issues],
+                     link_counts=link_counts(p.links))
+
+
+def link_counts(links: NoteLinks | None) -> dict:
+    """What a note's links add to the import report (kept in its state entry)."""
+    if links is None:
+        return {}
+    return {"syntax": dict(links.syntax), "rules": dict(links.rules), "ambiguous": dict(links.ambiguous),
+            "anchors_missing": links.anchors_missing, "urls": links.url_count}
 
 
 def _names(notes, settings: MentionSettings) -> dict[str, frozenset[str]]:
     """Mention name -> the notes it names, as `MentionIndex` builds its automaton."""
     names: dict[str, set[str]] = {}
     for note in notes:
-        for name in [note.title, *note.aliases]:
+        for name in mention_names(note):
             key = name.strip().casefold()
             if len(key) >= settings.min_title_length:
                 names.setdefault(key, set()).add(note.note_id)
@@ -235,8 +305,13 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
     unread = sum(e.path not in files or e.path in failed_paths for e in kept.values())   # kept, not read now
     gone = sorted(nid for nid in state.entries if nid not in kept and nid not in changed)
 
-    # notes whose edges may differ although their file did not change
-    resolver = LinkResolver(current)
+    # notes whose edges may differ although their file did not change; the changed notes are chunked first, as
+    # a link to one of their headings targets the chunk holding it
+    chunked: dict[str, list[TextNode]] = {}
+    for nid in list(changed):
+        changed[nid], chunked[nid] = chunk_note(changed[nid], parser, types, issues)
+    current = [*kept.values(), *changed.values()]
+    resolver = LinkResolver(current, anchors={nid: anchor_chunks(n, chunked[nid]) for nid, n in changed.items()})
     affected = state.linking(_differing(LinkResolver(state.entries.values()).mapping, resolver.mapping))
     mentions = None
     seconds_mentions = 0.0
@@ -274,7 +349,8 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
                                if flipped.intersection(e.found) or (e.capped and counted.intersection(e.found))}
     affected = (affected | state.dirty) & kept.keys()
 
-    planned = [_plan_note(n, parser, resolver, types, mentions, model_key, issues) for n in changed.values()]
+    planned = [_plan_note(n, parser, resolver, types, mentions, model_key, issues, chunked[nid])
+               for nid, n in changed.items()]
     for nid in sorted(affected):
         entry = kept[nid]
         note = loaded.get(nid)
@@ -290,6 +366,13 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
         planned.append(_plan_note(note, parser, resolver, types, mentions, model_key, []))
     if mentions is not None:
         seconds_mentions = mentions.seconds
+    planned = keep_anchor_targets(planned, kept)
+    linked_now = {p.note.note_id for p in planned}
+    for p in planned:
+        issues.extend(p.link_issues)
+    for nid, entry in kept.items():
+        if nid not in linked_now:
+            issues.extend(entry.link_report_issues())
     return VaultPlan(planned, notes=len(current) - unread, gone=gone, issues=issues, neighbours=len(affected),
                      touched=touched, seconds_mentions=seconds_mentions)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from mindnet.indexing.resolver import path_key
 from mindnet.vault.scan import Issue
 
 
@@ -36,6 +37,22 @@ class ImportReport:
     mention_sources: Counter = field(default_factory=Counter)   # note path -> mention edges it defines
     mention_common: list[tuple[str, int]] = field(default_factory=list)   # (name, notes naming it): no edge
     notices: list[str] = field(default_factory=list)   # one-off facts about the run (an older index rebuilt)
+    links_by_syntax: Counter = field(default_factory=Counter)   # wikilink | markdown | embed -> links
+    links_by_rule: Counter = field(default_factory=Counter)     # path | name | self | id | alias | title |
+                                                                # unresolved | outside -> links
+    ambiguous: dict[str, list[int]] = field(default_factory=dict)   # name -> [notes sharing it, notes linking it]
+    anchors_unresolved: int = 0    # links to a heading or block their note does not have (each a report line)
+    urls: int = 0                  # links to external URLs (not notes)
+
+    def add_links(self, path: str, counts: dict) -> None:
+        """Add one note's link counts (`planning.link_counts`)."""
+        self.links_by_syntax.update(counts.get("syntax") or {})
+        self.links_by_rule.update(counts.get("rules") or {})
+        for name, shared in (counts.get("ambiguous") or {}).items():
+            held = self.ambiguous.setdefault(name, [shared, 0])
+            held[0], held[1] = max(held[0], shared), held[1] + 1
+        self.anchors_unresolved += int(counts.get("anchors_missing") or 0)
+        self.urls += int(counts.get("urls") or 0)
 
     def absorb(self, phase2: ImportReport) -> None:
         """Add a separate phase-2 run (`Importer.fill`) to this phase-1 report."""
@@ -69,9 +86,21 @@ class ImportReport:
         return sorted(self.mention_sources.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
     def unresolved_targets(self, limit: int | None = 10) -> list[tuple[str, int]]:
-        """The most frequent unresolved link targets with their counts (all of them when `limit` is None)."""
-        counts = Counter(target for _, target in self.unresolved)
-        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        """The most frequent unresolved link targets with their counts (all of them when `limit` is None), counted
+        as the resolver counts them: `[[X]]`, `[[x]]` and `[[X.md]]` are one missing note, shown as first written."""
+        counts: Counter = Counter()
+        shown: dict[str, str] = {}
+        for _, target in self.unresolved:
+            key = path_key(target)
+            shown.setdefault(key, target)
+            counts[key] += 1
+        return sorted(((shown[k], n) for k, n in counts.items()), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+    def ambiguous_names(self, limit: int | None = 10) -> list[tuple[str, int, int]]:
+        """(name, notes sharing it, notes linking it) of the names links resolved among several notes, the most
+        linked first."""
+        rows = [(name, shared, linking) for name, (shared, linking) in self.ambiguous.items()]
+        return sorted(rows, key=lambda r: (-r[2], -r[1], r[0]))[:limit]
 
     def as_dict(self) -> dict:
         return {
@@ -92,4 +121,9 @@ class ImportReport:
             "seconds_phase1": round(self.seconds_phase1, 3), "vectors_missing": self.vectors_missing,
             "stopped_early": self.stopped_early, "planned": self.planned, "neighbours": self.neighbours,
             "notices": list(self.notices),
+            "links_by_syntax": dict(sorted(self.links_by_syntax.items())),
+            "links_by_rule": dict(sorted(self.links_by_rule.items())),
+            "ambiguous_names": [{"name": n, "notes": shared, "linking_notes": linking}
+                                for n, shared, linking in self.ambiguous_names(None)],
+            "anchors_unresolved": self.anchors_unresolved, "urls": self.urls,
         }

@@ -1,8 +1,9 @@
 """What the index holds, note by note, kept in memory between imports and on disk as a manifest.
 
 An entry per indexed note: the file's size and mtime (ns) when it was read, its content hash, the fingerprint
-and edges hash of its record in Qdrant, and what other notes' edges depend on (its title, aliases and path: the
-keys links resolve by and the names mentions find) and what its own edges depend on (the link texts it writes).
+and edges hash of its record in Qdrant, and what other notes' edges depend on (its path, names, aliases and
+anchors: the keys links resolve by and the names mentions find) and what its own edges depend on (the resolver
+keys its links looked up, `mindnet.indexing.resolver`).
 With it an import reads only files whose stat changed, and re-derives the edges of only the notes whose links or
 mentions could now resolve differently, instead of reading and linking the whole vault.
 
@@ -29,16 +30,8 @@ from typing import Any
 from mindnet.vault.scan import Issue
 
 log = logging.getLogger(__name__)
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 RACY_NS = 2_000_000_000   # a file written this close to its reading may change again within the same mtime tick
-
-
-def link_keys(target: str) -> list[str]:
-    """The resolver keys a link text is looked up by (`LinkResolver.resolve`: the whole text, then its last
-    path segment)."""
-    key = target.strip().casefold().removesuffix(".md")
-    tail = key.rsplit("/", 1)[-1]
-    return [key] if tail == key else [key, tail]
 
 
 @dataclass
@@ -53,7 +46,7 @@ class NoteEntry:
     edges_hash: str
     title: str
     aliases: list[str]
-    links: list[str]            # resolver keys of the links it writes
+    links: list[str]            # resolver keys its links looked up (`Resolution.lookups`, anchor keys)
     chunks: int = 0             # chunks listed by its record (report totals without reading Qdrant)
     kinds: dict[str, int] = field(default_factory=dict)      # its edges by kind
     unresolved: list[str] = field(default_factory=list)      # its unresolved link texts
@@ -61,6 +54,10 @@ class NoteEntry:
     named: list[str] = field(default_factory=list)   # mention names its text names (how common a name is)
     found: list[str] = field(default_factory=list)   # every mention name in its text, its own names too
     capped: bool = False        # it has as many mention edges as a note may: which ones depends on the order
+    names: list[str] = field(default_factory=list)          # frontmatter title, first heading (link keys)
+    anchors: dict[str, int] = field(default_factory=dict)   # its headings and blocks -> chunk number
+    link_issues: list[list[Any]] = field(default_factory=list)   # what its links report, [level, message, line]
+    link_counts: dict[str, Any] = field(default_factory=dict)    # `planning.link_counts`, for the report
 
     @property
     def stem(self) -> str:     # the LinkResolver and MentionIndex read notes and entries alike
@@ -72,7 +69,11 @@ class NoteEntry:
                 and self.seen_ns - self.mtime_ns > RACY_NS)
 
     def report_issues(self) -> list[Issue]:
+        """The warnings found reading its file (`link_report_issues`: resolving its links)."""
         return [Issue(level, self.path, message, line) for level, message, line in self.issues]
+
+    def link_report_issues(self) -> list[Issue]:
+        return [Issue(level, self.path, message, line, kind="link") for level, message, line in self.link_issues]
 
 
 ENTRY_FIELDS = [f.name for f in fields(NoteEntry)]

@@ -32,12 +32,17 @@ SEMANTIC_KEY = "mindnet_semantic"      # set by MindnetRetriever: {"semantic", "
 RESULT_KEYS = ["score_breakdown", "explanation", SEMANTIC_KEY]
 
 
-def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str]) -> list[EdgeRef]:
+def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str], chunk: str | None = None) -> list[EdgeRef]:
+    """The edges as explanation data; `chunk`: the hit's chunk (an incoming link to its section says so)."""
     refs = []
     for e in sorted(edges, key=lambda e: -e["confidence"]):
         other = e["note_id"] if direction == "incoming" else note_of(e["target_id"])
+        # a link to a heading or block that resolved targets the chunk holding it
+        section = e.get("anchor") if e.get("anchor") and e.get("target_chunk") else None
         refs.append(EdgeRef(direction=direction, kind=e["kind"], rule_id=e["rule_id"], confidence=e["confidence"],
-                            other_id=other, other_title=titles.get(other), resolved=e.get("resolved", True)))
+                            other_id=other, other_title=titles.get(other), resolved=e.get("resolved", True),
+                            section=section, resolved_by=e.get("resolved_by"), written=e.get("target_text"),
+                            here=bool(section) and direction == "incoming" and e.get("target_chunk") == chunk))
     return refs
 
 
@@ -176,7 +181,8 @@ class MindnetScorer(BaseNodePostprocessor):
         meta = node.metadata
         sem = meta.get(SEMANTIC_KEY) or {}
         note_id = meta.get("note_id") or note_of(meta.get("chunk_id", node.node_id))
-        incoming = _edge_refs(subgraph.incoming(note_id), "incoming", titles) if subgraph else []
+        chunk = str(meta.get("chunk_id", node.node_id))
+        incoming = _edge_refs(subgraph.incoming(note_id), "incoming", titles, chunk) if subgraph else []
         outgoing = _edge_refs(subgraph.outgoing(note_id), "outgoing", titles) if subgraph else []
         explanation = explain(breakdown, note_type=str(meta.get("type", "?")), incoming=incoming,
                               outgoing=outgoing, via_graph=bool(sem.get("via_graph")),

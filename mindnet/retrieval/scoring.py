@@ -100,6 +100,9 @@ class GraphEvidence(BaseModel):
                                                             "links here and the best hit above it caps it")
 
 
+RESOLVED_THROUGH = {"alias": "the alias", "title": "the title", "id": "the id"}
+
+
 class EdgeRef(BaseModel):
     model_config = ConfigDict(frozen=True)
     direction: str            # "incoming" (other -> hit) or "outgoing" (hit -> other)
@@ -109,11 +112,33 @@ class EdgeRef(BaseModel):
     other_id: str
     other_title: str | None = None
     resolved: bool = True
+    section: str | None = Field(None, description="the heading or block the link targets (its chunk): in the "
+                                                  "other note for an outgoing link, in this one for an incoming")
+    resolved_by: str | None = Field(None, description="the rule the link resolved by (path, name, self, id, "
+                                                      "alias, title; mindnet.indexing.resolver)")
+    written: str | None = Field(None, description="the link target as written")
+    here: bool = Field(False, description="an incoming link to a section that this very chunk holds")
 
     def sentence(self) -> str:
         other = self.other_title or self.other_id
-        verb = "referenced by" if self.direction == "incoming" else "points to"
-        return f"{verb} '{other}' ({self.kind}, {self.rule_id}, confidence {self.confidence:.2f})"
+        where = ""
+        if self.section and self.direction == "incoming":
+            where = f" (links to {self.section_words()}{', this passage' if self.here else ''})"
+        if self.direction == "incoming":
+            head = f"referenced by '{other}'{where}"
+        elif self.section:
+            head = f"links to {self.section_words()} of '{other}'"
+        else:
+            head = f"points to '{other}'"
+        through = RESOLVED_THROUGH.get(self.resolved_by or "")
+        via = f", resolved through {through} '{self.written}'" if through and self.written else ""
+        return f"{head}{via} ({self.kind}, {self.rule_id}, confidence {self.confidence:.2f})"
+
+    def section_words(self) -> str:
+        section = self.section or ""
+        if section.startswith("^"):
+            return f"the block '{section}'"
+        return f"the section '{section.rsplit('#', 1)[-1]}'"
 
 
 class Explanation(BaseModel):

@@ -18,6 +18,7 @@ from urllib.parse import quote
 from markdown_it import MarkdownIt
 
 from mindnet.chat.engine import ChatRequest, ChatTurn
+from mindnet.retrieval.results import shown_name, written_title
 
 _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+!|~>:$])")   # ':' starts a directive, '$' math
 MAX_EDGES = 8
@@ -185,9 +186,11 @@ def plain_reasons(hit: Mapping[str, Any], limit: int = 4) -> list[str]:
     if (_num(b, "centrality_bonus") or 0) >= 0.5:   # PageRank in the result subgraph, max 1
         out.append("central among the found notes (many of them link to it)")
     for e in list(expl.get("incoming") or [])[:limit]:
-        out.append(f"linked from '{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
+        at = f", to its section '{e['section']}'" if e.get("section") else ""
+        out.append(f"linked from '{e.get('other_title') or e.get('other_id')}'{at} ({edge_words(e.get('kind'))})")
     for e in list(expl.get("outgoing") or [])[:limit]:
-        out.append(f"links to '{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
+        at = f"the section '{e['section']}' of " if e.get("section") else ""
+        out.append(f"links to {at}'{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
     more = sum(max(len(expl.get(k) or []) - limit, 0) for k in ("incoming", "outgoing"))
     if more:
         out.append(f"and {more} more link{'s' if more != 1 else ''} (see the details)")
@@ -224,7 +227,8 @@ def source_props(index: int, hit: Mapping[str, Any], *, query: str, query_id: st
     path = str(hit.get("path") or "")
     b = hit.get("score_breakdown") or {}
     return {
-        "index": index, "title": str(hit.get("title") or hit.get("note_id") or "?"), "path": path,
+        "index": index, "title": shown_name(hit),      # the file name, a written title beside it
+        "names": [str(n) for n in hit.get("names") or []], "path": path,
         "open_url": open_url(path) if path else "", "type": str(hit.get("type") or ""),
         "section": " > ".join(map(str, hit.get("heading_path") or [])),
         "score": _fmt(hit.get("score")), "breakdown": breakdown_line(b), "rows": breakdown_rows(b),
@@ -237,7 +241,10 @@ def source_props(index: int, hit: Mapping[str, Any], *, query: str, query_id: st
 def source_summary(index: int, hit: Mapping[str, Any]) -> str:
     """One line under the answer; "[n]" links to the source's panel (the element of that name)."""
     title = escape(hit.get("title") or hit.get("note_id") or "?")
-    return f"- {source_name(index)} **{title}** · {escape(hit.get('path') or '')} · score {_fmt(hit.get('score'))}"
+    written = written_title(hit)          # the file name is the name; a written title stands beside it
+    beside = f" ({escape(written)})" if written else ""
+    return (f"- {source_name(index)} **{title}**{beside} · {escape(hit.get('path') or '')} · "
+            f"score {_fmt(hit.get('score'))}")
 
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")

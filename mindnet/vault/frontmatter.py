@@ -1,7 +1,18 @@
-"""YAML frontmatter between `---` fences at the top of a note."""
+"""YAML frontmatter between `---` fences at the top of a note, read as Obsidian reads it (YAML 1.2).
+
+PyYAML speaks YAML 1.1, where `no`, `yes`, `on` and `off` are booleans, `010` is octal 8, `1:30` is 90 and
+`2024-05-01` a date. Obsidian's properties follow YAML 1.2's core schema: only `true`/`false` are booleans,
+and what looks like a date stays the text written. The loader here resolves plain scalars by the core schema,
+and a list of plain values (`tags: [no, 2024, 1.10]`) keeps every item as the string the user wrote
+(`["no", "2024", "1.10"]`), as do the name properties (`title`, `aliases`, `tags`, `id`, `type`, ...).
+
+A template placeholder written as a value (`description: {{description}}`, not valid YAML) leaves out only
+that property: the rest of the frontmatter is kept, and a warning names its line.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -10,11 +21,23 @@ from mindnet.errors import VaultError
 
 FENCE = "---"
 MAX_FRONTMATTER_CHARS = 64_000
+# properties whose value is a name or a list of names: kept as written (a title `1984`, an id `007`)
+NAME_KEYS = frozenset({"title", "aliases", "alias", "tags", "tag", "id", "type", "cssclasses", "cssclass"})
+_PLACEHOLDER_LINE = re.compile(r"^(\s*(?:- |[^:#\s][^:#]*:\s+))\{\{[^\n]*$")
+_CORE = [   # YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution)
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+.0123456789"),
+]
 
 
 class _FrontmatterLoader(yaml.SafeLoader):
-    """Safe YAML without aliases: `*name` references can recurse or expand exponentially ("billion laughs"),
-    and frontmatter never needs them."""
+    """Safe YAML 1.2 (core schema) without aliases: `*name` references can recurse or expand exponentially
+    ("billion laughs"), and frontmatter never needs them."""
+
+    yaml_implicit_resolvers: dict = {}
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         if self.check_event(yaml.events.AliasEvent):
@@ -22,6 +45,47 @@ class _FrontmatterLoader(yaml.SafeLoader):
             raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not supported in frontmatter",
                                               event.start_mark)
         return super().compose_node(parent, index)
+
+    def construct_yaml_int(self, node):  # type: ignore[no-untyped-def]
+        value = str(self.construct_scalar(node))
+        if value.startswith("0o"):
+            return int(value[2:], 8)
+        if value.startswith("0x"):
+            return int(value[2:], 16)
+        return int(value, 10)
+
+    def construct_yaml_bool(self, node):  # type: ignore[no-untyped-def]
+        return str(self.construct_scalar(node)).lower() == "true"
+
+    def construct_yaml_seq(self, node):  # type: ignore[no-untyped-def]
+        if all(isinstance(item, yaml.ScalarNode) for item in node.value):
+            yield [_as_written(self, item) for item in node.value]   # a list of names keeps what was written
+            return
+        yield from super().construct_yaml_seq(node)
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        mapping = super().construct_mapping(node, deep=deep)
+        for key_node, value_node in node.value:
+            if isinstance(value_node, yaml.ScalarNode) and isinstance(key_node, yaml.ScalarNode) \
+                    and key_node.value in NAME_KEYS:
+                mapping[key_node.value] = _as_written(self, value_node)
+        return mapping
+
+
+for _tag, _pattern, _first in _CORE:
+    _FrontmatterLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+_FrontmatterLoader.add_constructor("tag:yaml.org,2002:int", _FrontmatterLoader.construct_yaml_int)
+_FrontmatterLoader.add_constructor("tag:yaml.org,2002:bool", _FrontmatterLoader.construct_yaml_bool)
+_FrontmatterLoader.add_constructor("tag:yaml.org,2002:seq", _FrontmatterLoader.construct_yaml_seq)
+
+
+def _as_written(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """A plain or quoted scalar as the text written; a null stays None."""
+    if node.tag == "tag:yaml.org,2002:null":
+        return None
+    return str(node.value) if node.tag in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:int",
+                                           "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool") \
+        else loader.construct_object(node)
 
 
 def split_fences(text: str, *, path: str = "") -> tuple[str | None, str, int]:
@@ -41,6 +105,29 @@ def split_fences(text: str, *, path: str = "") -> tuple[str | None, str, int]:
 
 def parse_yaml(raw: str, *, path: str = "") -> dict[str, Any]:
     """The frontmatter mapping. Raises VaultError naming the line for YAML that cannot become one."""
+    return parse_yaml_lines(raw, path=path)[0]
+
+
+def parse_yaml_lines(raw: str, *, path: str = "") -> tuple[dict[str, Any], list[int]]:
+    """The frontmatter mapping and the frontmatter lines (1-based, in the file) left out as template
+    placeholders. Raises VaultError naming the line for YAML that cannot become a mapping."""
+    try:
+        return _parse(raw, path=path), []
+    except VaultError:
+        lines = raw.split("\n")
+        placeholders = [no for no, line in enumerate(lines) if "{{" in line and _PLACEHOLDER_LINE.match(line)]
+        if not placeholders:
+            raise
+        for no in placeholders:
+            lines[no] = ""
+        try:
+            return _parse("\n".join(lines), path=path), [no + 2 for no in placeholders]
+        except VaultError:
+            pass
+        raise
+
+
+def _parse(raw: str, *, path: str = "") -> dict[str, Any]:
     if len(raw) > MAX_FRONTMATTER_CHARS:
         raise VaultError(f"frontmatter is {len(raw)} characters long (limit {MAX_FRONTMATTER_CHARS})", path=path,
                          line=1, hint="move long text from the frontmatter into the note body")

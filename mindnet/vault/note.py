@@ -16,10 +16,11 @@ from typing import Any
 from mindnet.errors import VaultError
 from mindnet.settings import TypesConfig
 from mindnet.vault.budget import within_budget
-from mindnet.vault.frontmatter import as_string_list, parse_yaml, split_fences
-from mindnet.vault.headings import first_h1
+from mindnet.vault.frontmatter import as_string_list, parse_yaml_lines, split_fences
+from mindnet.vault.headings import first_h1, has_placeholder
 from mindnet.vault.index_notes import is_index_body
 from mindnet.vault.links import extract_tags
+from mindnet.vault.masking import mask_code
 
 # Stable namespace for note ids derived from paths: the same path gives the same id on every machine.
 NOTE_NAMESPACE = uuid.UUID("6f1c5c3e-7a55-4c8e-9d5e-3b1e2b7d0a11")
@@ -27,9 +28,13 @@ NOTE_NAMESPACE = uuid.UUID("6f1c5c3e-7a55-4c8e-9d5e-3b1e2b7d0a11")
 
 @dataclass
 class Note:
+    """A note. Its name (`title`) is its file name without `.md`, as Obsidian shows it; a frontmatter `title` and
+    the first level-1 heading outside code are extra names (`names`), searchable like aliases and shown beside
+    the name, never instead of it."""
+
     note_id: str
     path: str                  # vault-relative, POSIX separators
-    title: str
+    title: str                 # the file name without .md
     type: str
     aliases: list[str]
     tags: list[str]
@@ -42,6 +47,8 @@ class Note:
     mtime_ns: int = 0          # always differs from them, so an import can skip files whose stat is unchanged
     warnings: list[str] = field(default_factory=list)
     frontmatter_error: VaultError | None = None   # the frontmatter was ignored for this reason (line, fix)
+    names: list[str] = field(default_factory=list)     # frontmatter title, first H1 (when they differ from title)
+    warnings_at: list[tuple[int, str]] = field(default_factory=list)   # (file line, warning)
 
     @property
     def stem(self) -> str:
@@ -98,9 +105,9 @@ def _json_safe(value: Any) -> Any:
 def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 0.0, size: int = 0,
                mtime_ns: int = 0, body_lines: int | None = None) -> Note:
     """Parse one file's bytes. Raises VaultError (with file and line) for input that cannot become a note.
-    `body_lines`: keep only the body's first lines (a note cut at its reading budget, `mindnet.vault.budget`)."""
-    if not raw.strip():
-        raise VaultError("file is empty", path=rel_path, line=1, hint="write some content or delete the file")
+    `body_lines`: keep only the body's first lines (a note cut at its reading budget, `mindnet.vault.budget`).
+    An empty file is a note without text (Obsidian creates one when a user clicks an unresolved link): links
+    resolve to it, and it has no chunks."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -110,11 +117,15 @@ def parse_note(raw: bytes, rel_path: str, types: TypesConfig, *, mtime: float = 
     # NFC: an "Ü" typed in a link must match an "Ü" stored decomposed (as macOS file names are)
     text = unicodedata.normalize("NFC", text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
     rel_path = unicodedata.normalize("NFC", rel_path)
-    meta, body, body_line, fm_error = _read_frontmatter(text, rel_path)
+    meta, body, body_line, fm_error, left_out = _read_frontmatter(text, rel_path)
     if body_lines is not None:
         body = first_lines(body, body_lines)
-    return _note_from(_json_safe(meta), body, body_line, rel_path, types, content_hash=hashlib.sha256(raw).hexdigest(),
+    note = _note_from(_json_safe(meta), body, body_line, rel_path, types, content_hash=hashlib.sha256(raw).hexdigest(),
                       mtime=mtime, size=size, mtime_ns=mtime_ns, fm_error=fm_error)
+    note.warnings_at += [(line, "frontmatter line is a template placeholder, not a value; that property was left "
+                                "out and the rest kept (fix: fill in the template, or quote the value)")
+                         for line in left_out]
+    return note
 
 
 def first_lines(body: str, lines: int) -> str:
@@ -131,17 +142,19 @@ def first_lines(body: str, lines: int) -> str:
 
 def cut_note(note: Note, lines: int, types: TypesConfig) -> Note:
     """`note` with only its body's first `lines` lines, its title, tags and type derived from them again."""
-    return _note_from(note.frontmatter, first_lines(note.body, lines), note.body_line, note.path, types,
-                      content_hash=note.content_hash, mtime=note.mtime, size=note.size, mtime_ns=note.mtime_ns,
-                      fm_error=note.frontmatter_error)
+    cut = _note_from(note.frontmatter, first_lines(note.body, lines), note.body_line, note.path, types,
+                     content_hash=note.content_hash, mtime=note.mtime, size=note.size, mtime_ns=note.mtime_ns,
+                     fm_error=note.frontmatter_error)
+    cut.warnings_at = list(note.warnings_at)
+    return cut
 
 
 def _note_from(meta: dict[str, Any], body: str, body_line: int, rel_path: str, types: TypesConfig, *,
                content_hash: str, mtime: float, size: int, mtime_ns: int, fm_error: VaultError | None) -> Note:
     warnings: list[str] = []
-    title = str(meta.get("title") or "").strip()
-    if not title:
-        title = first_h1(body) or PurePosixPath(rel_path).stem
+    masked = mask_code(body, body=True)
+    title = PurePosixPath(rel_path).stem
+    names = _extra_names(title, meta.get("title"), first_h1(body, masked))
     note_id = str(meta["id"]).strip() if meta.get("id") not in (None, "") else path_note_id(rel_path)
     if "#" in note_id or isinstance(meta.get("id"), list | dict):
         fm_error = VaultError(f"frontmatter id {meta.get('id')!r} is not a plain name; the note was imported "
@@ -153,7 +166,7 @@ def _note_from(meta: dict[str, Any], body: str, body_line: int, rel_path: str, t
         warnings.append(warning)
     # tags are case-insensitive, as in Obsidian: #ML and #ml are one tag (and one filter value)
     written = [t.lstrip("#").lower() for t in as_string_list(meta.get("tags"))]
-    tags = list(dict.fromkeys([t for t in written if t] + [t.lower() for t in extract_tags(body, body=True)]))
+    tags = list(dict.fromkeys([t for t in written if t] + [t.lower() for t in extract_tags(body, masked=masked)]))
     if len(tags) > types.max_tags:
         # every chunk carries the note's tags: 50,000 tags in 500 chunks would be 25 million payload entries
         warnings.append(f"{len(tags)} tags; the first {types.max_tags} are kept (max_tags in types.yaml)")
@@ -162,24 +175,41 @@ def _note_from(meta: dict[str, Any], body: str, body_line: int, rel_path: str, t
         note_type = types.index_type() or note_type
     return Note(
         note_id=note_id, path=rel_path, title=title, type=note_type,
-        aliases=as_string_list(meta.get("aliases") or meta.get("alias")), tags=tags, frontmatter=meta,
-        body=body, body_line=body_line, content_hash=content_hash, mtime=mtime,
-        size=size, mtime_ns=mtime_ns, warnings=warnings, frontmatter_error=fm_error)
+        aliases=[a for a in as_string_list(meta.get("aliases") or meta.get("alias")) if not has_placeholder(a)],
+        tags=tags, frontmatter=meta, body=body, body_line=body_line, content_hash=content_hash, mtime=mtime,
+        size=size, mtime_ns=mtime_ns, warnings=warnings, frontmatter_error=fm_error, names=names)
 
 
-def _read_frontmatter(text: str, rel_path: str) -> tuple[dict[str, Any], str, int, VaultError | None]:
-    """(frontmatter, body, body line, why the frontmatter was ignored). Frontmatter that does not parse must
-    not hide the note from search: the note is read without it, and the error becomes a warning."""
+def _extra_names(name: str, title: Any, heading: str | None) -> list[str]:
+    """The frontmatter title and the first H1, each once (any case) and only when written otherwise than the file
+    name ("Embeddings" beside embeddings.md is kept: it is how the user writes it); a list, a mapping or a
+    template placeholder is no name."""
+    out: list[str] = []
+    seen: set[str] = set()
+    written = str(title).strip() if isinstance(title, str | int | float) and not isinstance(title, bool) else ""
+    for candidate in (written, (heading or "").strip()):
+        if candidate and candidate != name and not has_placeholder(candidate) and candidate.casefold() not in seen:
+            seen.add(candidate.casefold())
+            out.append(candidate)
+    return out
+
+
+def _read_frontmatter(text: str, rel_path: str
+                      ) -> tuple[dict[str, Any], str, int, VaultError | None, list[int]]:
+    """(frontmatter, body, body line, why the frontmatter was ignored, lines left out as template placeholders).
+    Frontmatter that does not parse must not hide the note from search: the note is read without it, and the
+    error becomes a warning."""
     try:
         raw, body, body_line = split_fences(text, path=rel_path)
     except VaultError as exc:   # an opening '---' that never closes may be a rule: the whole text is the body
-        return {}, text, 1, _ignored(exc)
+        return {}, text, 1, _ignored(exc), []
     if raw is None:
-        return {}, body, body_line, None
+        return {}, body, body_line, None, []
     try:
-        return parse_yaml(raw, path=rel_path), body, body_line, None
+        meta, left_out = parse_yaml_lines(raw, path=rel_path)
+        return meta, body, body_line, None, left_out
     except VaultError as exc:
-        return {}, body, body_line, _ignored(exc)
+        return {}, body, body_line, _ignored(exc), []
 
 
 def _ignored(exc: VaultError) -> VaultError:

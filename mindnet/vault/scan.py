@@ -26,6 +26,8 @@ class Issue:
     path: str
     message: str
     line: int | None = None
+    kind: str = "file"  # "file": found reading the file; "link": found resolving its links (derived again
+                        # whenever its links are, not only when the file changes)
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
@@ -138,6 +140,7 @@ def load_note(root: Path, path: Path, types: TypesConfig) -> tuple[Note | None, 
         return None, [Issue("error", rel, f"cannot be read ({type(exc).__name__}: {exc}); please report this file")]
     problems = [_issue_from(note.frontmatter_error, "warning")] if note.frontmatter_error is not None else []
     problems += [Issue("warning", note.path, w) for w in note.warnings]
+    problems += [Issue("warning", note.path, w, line) for line, w in note.warnings_at]
     return note, problems
 
 
