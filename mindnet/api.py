@@ -27,7 +27,6 @@ from mindnet.errors import (
     DraftError,
     EmptyIndexError,
     ImportRunningError,
-    IndexOpeningError,
     InputTooLargeError,
     LLMUnavailableError,
     MindnetError,
@@ -46,7 +45,7 @@ log = logging.getLogger(__name__)
 
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
-    EmptyIndexError: 409, ImportRunningError: 409, IndexOpeningError: 503, InputTooLargeError: 413,
+    EmptyIndexError: 409, ImportRunningError: 409, InputTooLargeError: 413,
     NoteNotFoundError: 404, NoteChangedError: 409, VaultWriteError: 507,
 }
 

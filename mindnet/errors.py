@@ -12,7 +12,7 @@
     │   └── NoteBudgetExceeded  reading one note ran past its time budget (the import keeps what it read)
     ├── EmbeddingError       the embedding backend failed or returned a bad vector
     ├── StoreError           Qdrant cannot be opened or used
-    │   ├── StoreLockedError another process holds the local Qdrant folder
+    │   ├── StoreLockedError another process holds the embedded index folder
     │   ├── DimensionMismatchError  collection built with another embedding size
     │   ├── EmptyIndexError  nothing imported yet
     │   └── ImportRunningError  an import is already running in this process
@@ -119,9 +119,6 @@ class EmptyIndexError(StoreError):
 class ImportRunningError(StoreError):
     pass
 
-
-class IndexOpeningError(StoreError):
-    """A request needs local Qdrant itself while it is still opening (searches are answered from the snapshot)."""
 
 
 class QueryError(MindnetError):

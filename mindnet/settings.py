@@ -401,7 +401,7 @@ class Settings(BaseModel):
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
     # a Qdrant server's collections are created with these (distributed mode: shards spread the points over
-    # the cluster's nodes, replicas keep copies); unset = Qdrant's defaults (1 and 1); local mode ignores them
+    # the cluster's nodes, replicas keep copies); unset = Qdrant's defaults (1 and 1); the embedded index ignores them
     qdrant_shard_number: int | None = Field(None, ge=1, le=1000, description="shards per collection (server)")
     qdrant_replication_factor: int | None = Field(None, ge=1, le=100,
                                                   description="copies of each shard (server, distributed mode)")

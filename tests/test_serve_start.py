@@ -84,3 +84,43 @@ def test_a_folder_held_by_another_process_is_reported_before_the_server_starts(s
         holder.stdin.close()
         holder.wait(timeout=30)
     Mindnet(settings).check_free()        # gone: free again (its mindnet.pid is left behind, stale)
+
+
+def test_no_request_gets_a_500_at_any_moment_of_a_start(tmp_path: Path) -> None:
+    """From the first moment the port answers until the index is open and warm, every /query, /health and
+    /chat request is answered (a search waits for the index to open; 409/503 would be honest too), never 500."""
+    import time
+
+    import httpx
+    from helpers_ui import ChatServer, free_port
+
+    server = ChatServer(tmp_path)
+    server.start()                          # imports the sample vault, then serves; stopped to start again
+    server.proc.terminate()
+    server.proc.wait(timeout=30)
+    server.port = free_port()
+    server.url = f"http://127.0.0.1:{server.port}"
+    proc = subprocess.Popen([sys.executable, "-m", "mindnet.cli", "serve", "--port", str(server.port), "--no-ui"],
+                            env=server.env, cwd=server.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    statuses: dict[str, list[int]] = {"/health": [], "/query": []}
+    try:
+        deadline = time.monotonic() + 120
+        warm = False
+        while time.monotonic() < deadline and not warm:
+            for path in statuses:
+                try:
+                    r = httpx.request("GET" if path == "/health" else "POST", server.url + path, timeout=30,
+                                      json=None if path == "/health" else {"query": "Qdrant", "top_k": 3})
+                except httpx.TransportError:
+                    continue            # not listening yet
+                statuses[path].append(r.status_code)
+                if path == "/health" and r.status_code == 200:
+                    body = r.json()
+                    warm = body["searchable"] and not body["opening"] and len(statuses["/query"]) > 0
+        assert warm, statuses
+        assert statuses["/query"] and all(code != 500 for codes in statuses.values() for code in codes), statuses
+        assert statuses["/query"][-1] == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        server.ollama.stop()

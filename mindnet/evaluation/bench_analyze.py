@@ -318,7 +318,7 @@ def latency(base: Settings, work: Path, runs: int = 3) -> dict:
     m = Mindnet(settings)
     try:
         m.ingest(SAMPLE_VAULT)
-        m.analyze(note="concepts/qdrant.md", llm=False)        # loads the catalog, BM25 mirror and edge index
+        m.analyze(note="concepts/qdrant.md", llm=False)        # loads the catalog and the link graph
         cold, cold_cpu, warm, stages = [], [], [], []
         for run in range(runs):
             nonce = f"lauf{time.time_ns()}x{run}"

@@ -15,8 +15,8 @@ search (vectors only) does. `--cache DIR` uses that embedding cache instead of a
 first; the original is never written.
 
 `kill` runs `mindnet ingest` in a subprocess on a fresh index, once undisturbed (timing its two phases: phase
-1 from its first request for vectors (the embedding begins beside phase 1 while it plans) until the index
-snapshot is written, phase 2 from there to the end), then `--kills` times:
+1 from its first request for vectors (the embedding begins beside phase 1 while it plans) until the link
+graph's file is written, phase 2 from there to the end), then `--kills` times:
 SIGKILL at a random moment inside phase 1 or phase 2 (alternately), then the
 import again to its end, `mindnet check`, and the index compared with a dry run of the vault note for note
 (paths) and chunk for chunk (ids). The fake Ollama of the test suite serves the vectors with `--latency` seconds
@@ -234,7 +234,7 @@ def _phase1_done(cwd: Path) -> bool:
 
 def _run_timed(cmd: list[str], env: dict[str, str], cwd: Path, fake: Any) -> dict[str, float]:
     """Run an import and note when it first asked the fake Ollama for vectors (phase 1 plans; the embedding
-    begins beside it) and when phase 1 ended (the snapshot is written; what is left to embed goes on)."""
+    begins beside it) and when phase 1 ended (the graph file is written; what is left to embed goes on)."""
     base = fake.count("/api/embed")
     start = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -254,7 +254,7 @@ def _run_timed(cmd: list[str], env: dict[str, str], cwd: Path, fake: Any) -> dic
 def _kill_in(phase: int, window: float, moment: float, cmd: list[str], env: dict[str, str], cwd: Path,
              fake: Any) -> dict[str, Any]:
     """Start an import, wait for the start of `phase` (1: its first request for vectors, while it plans; 2:
-    the end of phase 1, the snapshot written), wait `moment` seconds more (a share of that phase's length),
+    the end of phase 1, the graph file written), wait `moment` seconds more (a share of that phase's length),
     SIGKILL."""
     base = fake.count("/api/embed")
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -6,7 +6,7 @@
 For each N a linked vault of realistic shape is generated (`scale_vault`: short handles, common-word titles,
 daily notes, MOCs linking 50-200 notes, 5-10 wikilinks per note, tags, frontmatter types; deterministic by
 --seed), and embedded with `hash-benchmark`, a deterministic offline word-hash embedding that is
-BENCHMARK-ONLY: it has no model cost and no semantics, so the figures are mindnet's own (Qdrant, mirrors,
+BENCHMARK-ONLY: it has no model cost and no semantics, so the figures are mindnet's own (Qdrant Edge, graph,
 graph, BM25, scoring). Every step runs as the user runs it, in its own process, in a fresh folder:
 - `mindnet ingest` (fresh), then again with nothing changed; wall time and peak RSS of each process;
 - `mindnet check`;

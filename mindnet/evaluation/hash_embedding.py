@@ -1,5 +1,5 @@
 """`hash-benchmark`: a deterministic, offline hash embedding. BENCHMARK-ONLY: it measures mindnet's own
-costs (import, mirrors, graph, queries) without a model's; it understands nothing.
+costs (import, graph, queries) without a model's; it understands nothing.
 
 Each word (lower-cased `\\w+`) is hashed (blake2b) to one of `dim` buckets with a sign; a text's vector is
 the signed bucket counts, L2-normalised. Texts sharing words get similar vectors, so a query drawn from a

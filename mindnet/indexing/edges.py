@@ -11,7 +11,7 @@ Every edge goes from a chunk (`source_id`) to a note id, a chunk id (structure),
 resolve - its normalised target (`resolved: false`; `target_text` keeps the link as written). A link to a
 heading or block (`[[Qdrant#Setup]]`, `[[a#^id]]`) keeps its `anchor` and targets the chunk that holds it
 (`target_chunk`; none when the anchor does not exist, with a report line); `target_id` stays the note, so every
-reader of note-level links (graph, snapshot, a Qdrant server's filters) reads it as before. A link inside the
+reader of note-level links (the link graph, filters on the edges collection) reads it as before. A link inside the
 note (`[[#Setup]]`) is an edge from its chunk to the note, `target_chunk` the chunk it names. One edge per
 chunk, target note and kind: of two sections of one note linked from one chunk, the first is kept.
 `resolved_by` says by which rule the link resolved (`mindnet.indexing.resolver`: path, name, self, id, alias,

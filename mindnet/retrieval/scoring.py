@@ -64,8 +64,8 @@ def compute_score(*, semantic: float, retriever_weight: float, edge_bonus: float
 
 def rank_key(b: ScoreBreakdown) -> tuple[float, float]:
     """Sort key, best first: the total (to 9 decimals), then the semantic term. Chunks the lift cap holds below
-    the same hit tie on their total up to float noise (which differs between the start file's and Qdrant's
-    cosines); the better-matching chunk then comes first, the same from either."""
+    the same hit tie on their total up to float noise (which differs between engines: Qdrant Edge keeps float32
+    vectors); the better-matching chunk then comes first, the same from either."""
     return -round(b.total, 9), -b.semantic_term
 
 

@@ -60,7 +60,7 @@ def _record(point: Any, score: float = 0.0) -> Record:
     vec = point.vector if isinstance(point.vector, dict) else {}
     dense = vec.get(DENSE)
     sparse = vec.get(SPARSE)
-    if dense is not None:       # qdrant-client's local mode returns cosine vectors as stored; a server normalised
+    if dense is not None:       # qdrant-client's in-memory mode returns them as stored; a server normalised
         dense = np.asarray(dense, dtype=np.float32)
         norm = float(np.linalg.norm(dense))
         dense = dense / norm if norm else dense
