@@ -103,20 +103,25 @@ def _dedupe(edges: list[Edge]) -> list[Edge]:
     """One edge per (source, target, kind), the most confident; a default kind that another edge on the same
     pair already carries (as its kind or an extra kind) is dropped, and extra kinds equal to a stored edge's
     own kind are removed (an explicit `[[rel:related_to X]]` beside `[[X]]` keeps its own edge)."""
-    best: dict[str, Edge] = {}
+    # (`replace` only where a field changes, and each edge's key hashed once: both ran per edge, ~5% of an import)
+    best: dict[tuple[str, str, str], Edge] = {}
     for e in edges:
-        if e.edge_id not in best or e.confidence > best[e.edge_id].confidence:
-            merged = tuple(dict.fromkeys(e.extra_kinds + (best[e.edge_id].extra_kinds if e.edge_id in best else ())))
-            best[e.edge_id] = replace(e, extra_kinds=merged)
-        else:
-            old = best[e.edge_id]
-            best[e.edge_id] = replace(old, extra_kinds=tuple(dict.fromkeys(old.extra_kinds + e.extra_kinds)))
-    own = {(e.source_id, e.target_id, e.kind) for e in best.values()}
+        key = (e.source_id, e.target_id, e.kind)
+        old = best.get(key)
+        if old is None:
+            merged = tuple(dict.fromkeys(e.extra_kinds))
+            best[key] = e if merged == e.extra_kinds else replace(e, extra_kinds=merged)
+        elif e.confidence > old.confidence:
+            best[key] = replace(e, extra_kinds=tuple(dict.fromkeys(e.extra_kinds + old.extra_kinds)))
+        elif e.extra_kinds:
+            best[key] = replace(old, extra_kinds=tuple(dict.fromkeys(old.extra_kinds + e.extra_kinds)))
+    own = best.keys()
     out = []
     for e in best.values():
         extra = tuple(k for k in e.extra_kinds if k != e.kind and (e.source_id, e.target_id, k) not in own)
         if not extra:
-            e = replace(e, extra_kinds=(), default_rule=None, default_confidence=None)
+            if e.extra_kinds or e.default_rule is not None or e.default_confidence is not None:
+                e = replace(e, extra_kinds=(), default_rule=None, default_confidence=None)
         elif extra != e.extra_kinds:
             e = replace(e, extra_kinds=extra)
         out.append(e)

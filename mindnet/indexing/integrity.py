@@ -68,7 +68,7 @@ def check_index(store: Store) -> IntegrityReport:
                                    for c in ids if c not in chunk_ids)
     known = chunk_ids | set(note_chunks)
     for r in store.scroll("edges", payload=["edge_id", "note_id", "source_id", "target_id", "kind", "rule_id",
-                                            "resolved"]):
+                                            "resolved", "target_text", "target_chunk"]):
         e = r.payload
         report.edges += 1
         if e.get("note_id") in note_edges and e["edge_id"] not in note_edges[e["note_id"]]:
