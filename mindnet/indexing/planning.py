@@ -15,7 +15,7 @@ import os
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from llama_index.core.schema import TextNode
 from mindnet.indexing.edges import Edge, NoteLinks, link_note
 from mindnet.indexing.mentions import MentionIndex, common_limit, mention_names
 from mindnet.indexing.node_parser import MarkdownNoteParser
+from mindnet.indexing.reading import read_notes
 from mindnet.indexing.resolver import LinkResolver, anchor_chunks
 from mindnet.indexing.state import IndexState, NoteEntry
 from mindnet.settings import MentionSettings, TypesConfig
@@ -172,19 +173,31 @@ def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",
     note alone; its links wait for the whole vault) and handed over: the import embeds it at once."""
     parser = parser or MarkdownNoteParser.from_config(types)
     chunked: dict[int, list[TextNode]] = {}
+    pooled: dict[str, list[TextNode]] = {}       # path -> the chunks a worker process made (a large vault)
+
+    def read(paths: Iterator[Path]) -> Iterator[tuple[Note | None, list[Issue]]]:
+        for note, problems, nodes in read_notes(vault, paths, types, parser):
+            if note is not None and nodes is not None:
+                pooled[note.path] = nodes
+            yield note, problems
 
     def chunk(note: Note) -> None:
         assert on_chunked is not None
-        chunked[id(note)] = nodes = parser.note_to_nodes(note)
+        nodes = pooled.get(note.path)
+        chunked[id(note)] = nodes = nodes if nodes is not None else parser.note_to_nodes(note)
         on_chunked(note, nodes, note_fingerprint(note, types, model_key))
 
-    notes, issues = scan_vault(vault, types, owners=owners, on_note=chunk if on_chunked else None)
+    notes, issues = scan_vault(vault, types, owners=owners, on_note=chunk if on_chunked else None, reader=read)
     report.issues.extend(issues)
     # every note is chunked before any is linked: a link to a heading targets the chunk holding it
     for i, note in enumerate(notes):
-        if id(note) not in chunked:
-            notes[i], nodes = chunk_note(note, parser, types, report.issues)
-            chunked[id(notes[i])] = nodes
+        if id(note) in chunked:
+            continue
+        if note.path in pooled:
+            chunked[id(note)] = pooled[note.path]
+            continue
+        notes[i], nodes = chunk_note(note, parser, types, report.issues)
+        chunked[id(notes[i])] = nodes
     resolver = LinkResolver(notes, anchors={n.note_id: anchor_chunks(n, chunked[id(n)]) for n in notes})
     mentions = MentionIndex(notes, types.mentions) if types.mentions.enabled else None
     planned = [_plan_note(note, parser, resolver, types, mentions, model_key, report.issues, chunked.get(id(note)))

@@ -145,9 +145,13 @@ def load_note(root: Path, path: Path, types: TypesConfig) -> tuple[Note | None, 
 
 
 def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None = None,
-               on_note: Callable[[Note], None] | None = None) -> tuple[list[Note], list[Issue]]:
+               on_note: Callable[[Note], None] | None = None,
+               reader: Callable[[Iterator[Path]], Iterator[tuple[Note | None, list[Issue]]]] | None = None
+               ) -> tuple[list[Note], list[Issue]]:
     """Read the whole vault. Returns the good notes and one issue per problem (unreadable file, duplicate id);
-    `on_note(note)` as each note is read (a note a later duplicate replaces included).
+    `on_note(note)` as each note is read (a note a later duplicate replaces included). `reader` turns the
+    vault's paths into what `load_note` gives for each, in their order (the import reads a large vault in
+    worker processes).
 
     Of two files with the same id, the one `owners` (note id -> path, from the index) already holds keeps it,
     so a copied note cannot push the indexed one out; without an owner the first by path keeps it."""
@@ -157,8 +161,9 @@ def scan_vault(root: Path, types: TypesConfig, *, owners: dict[str, str] | None 
     notes: list[Note] = []
     issues: list[Issue] = []
     by_id: dict[str, Note] = {}
-    for path in iter_markdown_files(root, types.exclude, issues):
-        note, problems = load_note(root, path, types)
+    paths = iter_markdown_files(root, types.exclude, issues)
+    loaded = reader(paths) if reader is not None else (load_note(root, path, types) for path in paths)
+    for note, problems in loaded:
         if note is None:
             issues.extend(problems)
             continue

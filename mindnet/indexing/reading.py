@@ -1,0 +1,106 @@
+"""Reading and chunking a large vault in worker processes, one per core.
+
+A note is read, parsed and chunked on its own (its links wait for the whole vault), and that work was about
+a third of a first import's own time, done on one core of two. For a vault of `POOL_MIN_NOTES` files or more
+the import hands the paths to a process pool in batches and takes the results back in path order, so the
+report, the duplicate-id rule and the notes' order are those of reading them one by one. Workers start from a
+fresh interpreter ("forkserver": a server process has threads, and forking one is unsafe), which costs about
+two seconds, hence the threshold. A worker that dies (killed, out of memory) costs nothing: the main process
+reads what is left itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from llama_index.core.schema import TextNode
+
+from mindnet.indexing.node_parser import MarkdownNoteParser
+from mindnet.settings import TypesConfig
+from mindnet.vault.note import Note
+from mindnet.vault.scan import Issue, load_note
+
+log = logging.getLogger(__name__)
+
+__all__ = ["POOL_MIN_NOTES", "Loaded", "read_notes", "workers"]
+
+POOL_MIN_NOTES = 1000
+BATCH = 64                  # files per task: one round trip per batch, results kept in order
+MAX_WORKERS = 4
+
+# a file read: the note (None: left out) with its report lines, and its chunks (None: chunked by the caller)
+Loaded = tuple[Note | None, list[Issue], list[TextNode] | None]
+
+
+def workers() -> int:
+    """Worker processes for this machine (the cores this process may use, at most MAX_WORKERS)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:       # macOS, Windows
+        cores = os.cpu_count() or 1
+    return min(cores, MAX_WORKERS)
+
+
+def read_notes(root: Path, paths: Iterable[Path], types: TypesConfig, parser: MarkdownNoteParser
+               ) -> Iterator[Loaded]:
+    """Each of `paths` read (and, in a pool, chunked), in the order given."""
+    paths = list(paths)
+    if len(paths) < POOL_MIN_NOTES or workers() < 2:
+        for path in paths:
+            note, problems = load_note(root, path, types)
+            yield note, problems, None
+        return
+    yield from _pooled(root, paths, types, parser)
+
+
+def _pooled(root: Path, paths: list[Path], types: TypesConfig, parser: MarkdownNoteParser) -> Iterator[Loaded]:
+    done = 0
+    try:
+        with ProcessPoolExecutor(workers(), mp_context=multiprocessing.get_context("forkserver"),
+                                 initializer=_start, initargs=(str(root), types, parser)) as pool:
+            batches = [[str(p) for p in paths[i:i + BATCH]] for i in range(0, len(paths), BATCH)]
+            for batch in pool.map(_read_batch, batches):
+                for loaded in batch:
+                    done += 1
+                    yield loaded
+    except BrokenProcessPool as exc:
+        log.warning("a worker reading notes stopped (%s); reading the remaining %d notes here", exc,
+                    len(paths) - done)
+        for path in paths[done:]:
+            note, problems = load_note(root, path, types)
+            yield note, problems, None
+
+
+# ------------------------------------------------------------------------------------------- in the worker
+
+_worker: dict = {}
+
+
+def _start(root: str, types: TypesConfig, parser: MarkdownNoteParser) -> None:
+    _worker.update(root=Path(root), types=types, parser=parser)
+
+
+def _read_batch(paths: list[str]) -> list[Loaded]:
+    from mindnet.indexing.planning import chunk_note   # planning imports this module
+
+    root, types, parser = _worker["root"], _worker["types"], _worker["parser"]
+    out: list[Loaded] = []
+    for path in paths:
+        note, problems = load_note(root, Path(path), types)
+        if note is None:
+            out.append((None, problems, None))
+            continue
+        try:
+            note, nodes = chunk_note(note, parser, types, problems)
+        except Exception:  # noqa: BLE001 - the main process chunks it again and reports what it finds
+            log.exception("chunking %s in a worker failed", path)
+            out.append((note, problems, None))
+            continue
+        out.append((note, problems, nodes))
+    return out
