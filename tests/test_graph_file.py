@@ -58,6 +58,42 @@ def test_the_import_writes_a_current_graph_file_that_a_new_process_loads(app: Mi
     assert snapshot.graph_status(app.store) == "current"
 
 
+def test_a_graph_file_with_the_index_token_opens_without_reading_the_note_records(
+        app: Mindnet, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = app.store.read_token()
+    assert token and snapshot.read_meta(snap_path(app))["token"] == token
+    scrolled: list[str] = []
+    real = type(app.store).scroll
+
+    def spy(store, kind, *args, **kwargs):
+        scrolled.append(kind)
+        return real(store, kind, *args, **kwargs)
+
+    monkeypatch.setattr(type(app.store), "scroll", spy)
+    opened = reopen(app)
+    assert (opened.status, scrolled) == ("loaded", [])
+    assert snapshot.graph_status(app.store) == "current" and scrolled == []
+    # an import that died half-way leaves no token: the digest decides again (here: still the same index)
+    app.store.write_token(None)
+    opened = reopen(app)
+    assert opened.status == "loaded" and "notes" in scrolled
+    assert opened.data.token == ""
+
+
+def test_a_graph_file_with_another_token_is_not_trusted_by_it(app: Mindnet) -> None:
+    data = snapshot.load(snap_path(app))
+    stale = snapshot.replace(data, note_ids=data.note_ids[:-1] + ["gone"], token="an-older-token")
+    snapshot.save(stale, snap_path(app))
+    opened = reopen(app)
+    assert opened.status == "loaded"          # the digest still matches: the file's token is not relied on
+    app.store.write_token("a-newer-token")
+    snapshot.save(snapshot.replace(data, digest="other", token="an-older-token"), snap_path(app))
+    opened = reopen(app)
+    assert opened.status in ("patched", "rebuilt (stale)")
+    same_data(opened.data, snapshot.build(app.store))
+    assert opened.data.token == "a-newer-token"
+
+
 def test_the_graph_holds_every_link_edge_payload_as_stored(app: Mindnet) -> None:
     data = reopen(app).data
     stored = [r.payload for r in app.store.scroll("edges")

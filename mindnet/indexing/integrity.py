@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from mindnet.store.collections import WITHOUT_DENSE
 from mindnet.store.engine import KINDS, Store
-from mindnet.store.server import ServerStore
 
 
 @dataclass
@@ -81,7 +80,8 @@ def check_index(store: Store) -> IntegrityReport:
         elif e["source_id"] not in known or e["target_id"] not in known or \
                 (e.get("target_chunk") is not None and e["target_chunk"] not in chunk_ids):
             report.dangling_edges.append({k: e.get(k) for k in ("edge_id", "source_id", "target_id", "kind")})
-    report.missing_indexes = store.missing_indexes() if isinstance(store, ServerStore) else []
+    missing_indexes = getattr(store, "missing_indexes", None)   # a server's (ServerStore)
+    report.missing_indexes = missing_indexes() if missing_indexes is not None else []
     report.unembedded = store.count("chunks", WITHOUT_DENSE)
     return report
 

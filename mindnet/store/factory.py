@@ -14,7 +14,6 @@ from mindnet.store.collections import CollectionLayout
 from mindnet.store.edge import EdgeStore
 from mindnet.store.engine import Store
 from mindnet.store.folder import FolderClaim, legacy_files
-from mindnet.store.server import ServerStore
 
 MEMORY = ":memory:"
 
@@ -45,6 +44,8 @@ def open_store(settings: Settings, *, create: bool = True) -> Store:
     """The index the settings name. `create=False` (a read-only command) opens an existing embedded index only:
     a missing folder is an error naming it, and nothing is written into the working folder."""
     if settings.qdrant_url:
+        from mindnet.store.server import ServerStore   # qdrant-client costs ~3 s to import: only for a server
+
         return ServerStore.connect(settings.qdrant_url, settings.collection_prefix, api_key=settings.qdrant_api_key,
                                    layout=CollectionLayout.from_settings(settings))
     return open_folder(settings.qdrant_path, settings.collection_prefix, create=create)
@@ -64,6 +65,8 @@ def open_location(location: str | Path, prefix: str = "mindnet", *, api_key: str
     """A Qdrant server for an http(s) URL, else the embedded index folder (or ":memory:")."""
     text = str(location)
     if text.startswith(("http://", "https://")):
+        from mindnet.store.server import ServerStore
+
         return ServerStore.connect(text, prefix, api_key=api_key)
     return open_folder(text, prefix)
 
