@@ -168,6 +168,21 @@ def test_an_unchanged_reimport_writes_nothing_and_reads_no_file(tmp_path, make_a
     assert (report.planned, report.unchanged, spy.calls) == ("changes", 5, [])
 
 
+def test_an_unchanged_reimport_links_nothing_and_reports_what_the_first_import_reported(
+        tmp_path, make_app, monkeypatch):
+    vault = write_vault(tmp_path / "vault", {**BASE, "broken.md": "---\ntitle: [unclosed\n---\nsee [[Nowhere]]\n"})
+    _stamp(vault, 0)
+    first = make_app().ingest()
+    import mindnet.indexing.planning as planning
+    monkeypatch.setattr(planning, "LinkResolver", lambda *a, **k: pytest.fail("links were resolved again"))
+    monkeypatch.setattr(planning, "MentionIndex", lambda *a, **k: pytest.fail("mentions were found again"))
+    again = make_app().ingest()
+    assert (again.planned, again.changed, again.neighbours) == ("changes", 0, 0)
+    assert sorted(map(str, again.issues)) == sorted(map(str, first.issues))
+    assert any("broken.md" in str(i) for i in again.issues)
+    assert again.unresolved == first.unresolved and any("Nowhere" in str(u) for u in again.unresolved)
+
+
 @pytest.mark.parametrize("spoil", ["token", "manifest", "config"])
 def test_a_manifest_that_does_not_match_the_index_is_not_trusted(tmp_path, make_app, spoil):
     vault = write_vault(tmp_path / "vault", BASE)
