@@ -87,7 +87,7 @@ def _start(root: str, types: TypesConfig, parser: MarkdownNoteParser) -> None:
 
 
 def _read_batch(paths: list[str]) -> list[Loaded]:
-    from mindnet.indexing.planning import chunk_note   # planning imports this module
+    from mindnet.indexing.planning import chunk_note  # planning imports this module
 
     root, types, parser = _worker["root"], _worker["types"], _worker["parser"]
     out: list[Loaded] = []

@@ -16,9 +16,9 @@ The graph also keeps the index's token (`Store.read_token`) when nothing was wri
 import clears the token before its first write and sets a new one after its last, so a graph whose token is
 the index's is current, and opening needs one small read instead of all 30,000 note records (3.5 s at that
 size). Without a matching token, opening compares the stored digest with the index's (one read of the note
-records and two counts); a missing, corrupt, other-format or stale file is never trusted: a few changed notes are patched in (`patch`), otherwise the
-graph is built again, and the file is replaced atomically. A Qdrant server keeps no file: its graph is built at
-open and patched after each import in memory.
+records and two counts); a missing, corrupt, other-format or stale file is never trusted: a few changed
+notes are patched in (`patch`), otherwise the graph is built again, and the file is replaced atomically. A
+Qdrant server keeps no file: its graph is built at open and patched after each import in memory.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def open_store(settings: Settings, *, create: bool = True) -> Store:
     """The index the settings name. `create=False` (a read-only command) opens an existing embedded index only:
     a missing folder is an error naming it, and nothing is written into the working folder."""
     if settings.qdrant_url:
-        from mindnet.store.server import ServerStore   # qdrant-client costs ~3 s to import: only for a server
+        from mindnet.store.server import ServerStore  # qdrant-client costs ~3 s to import: only for a server
 
         return ServerStore.connect(settings.qdrant_url, settings.collection_prefix, api_key=settings.qdrant_api_key,
                                    layout=CollectionLayout.from_settings(settings))
