@@ -26,15 +26,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 from scipy import sparse
@@ -42,6 +39,7 @@ from scipy import sparse
 from mindnet.errors import StoreError
 from mindnet.store.collections import kind_label, label_kinds, point_id
 from mindnet.store.engine import Store, Where
+from mindnet.store.folder import replace_atomically
 
 log = logging.getLogger(__name__)
 FORMAT = 5                          # bump when the arrays change shape or meaning (5: the notes' chunks and fields)
@@ -428,21 +426,6 @@ def save(data: GraphData, path: Path) -> None:
         "in_degree": data.in_degree, "out_degree": data.out_degree, "pr_rel": data.pr_rel, "linked": data.linked,
     }
     replace_atomically(path, lambda fh: np.savez(fh, **arrays))
-
-
-def replace_atomically(path: Path, write_to: Callable[[BinaryIO], object]) -> None:
-    """Write `path` through `write_to(file)` atomically: a temp file beside it (owner-only), fsync, rename (a
-    crash leaves the old file or the new one, never half of one)."""
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write_to(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_meta(path: Path) -> dict:

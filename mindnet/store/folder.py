@@ -29,9 +29,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from mindnet.errors import StoreError, StoreLockedError
 
@@ -176,18 +177,24 @@ def _remove_holder(folder: Path) -> None:
         pass
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Replace `path` atomically (temp file, fsync, rename), readable by the owner only."""
+def replace_atomically(path: Path, write_to: Callable[[BinaryIO], object]) -> None:
+    """Write `path` through `write_to(file)` atomically: a temp file beside it (owner-only), fsync, rename (a
+    crash leaves the old file or the new one, never half of one)."""
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, separators=(",", ":"))
-            out.flush()
-            os.fsync(out.fileno())
+        with os.fdopen(fd, "wb") as fh:
+            write_to(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Replace `path` atomically (temp file, fsync, rename), readable by the owner only."""
+    replace_atomically(path, lambda fh: fh.write(json.dumps(data, separators=(",", ":")).encode("utf-8")))
 
 
 class FolderMeta:
