@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers_process import kill_after_writes, run_child
+from helpers_store import copy_index_folder
 from helpers_vault import fake_settings, write_vault
 
 from mindnet.indexing.integrity import check_index
@@ -72,7 +73,7 @@ def indexed(tmp_path: Path, fake_ollama) -> Path:
 
 
 def prepare(base: Path, target: Path) -> Path:
-    shutil.copytree(base, target)
+    copy_index_folder(base, target)
     for name in BEFORE:
         (target / "vault" / name).unlink()
     write_vault(target / "vault", AFTER)
@@ -109,6 +110,7 @@ def test_a_kill_at_any_write_is_finished_by_the_next_run(indexed: Path, tmp_path
                 state = snapshot(app)
             finally:
                 app.close()
+            shutil.rmtree(folder)     # one folder at a time on disk, not one per write and rerun
             if check.broken or state != expected[rerun]:
                 failures.append({"killed after write": n, "write": writes[n - 1], "rerun vault": rerun,
                                  "check": {k: v for k, v in check.as_dict().items() if v and k != "ok"},
