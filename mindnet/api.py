@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from mindnet.chat.engine import ChatEvent, ChatRequest, ChatResponse
 from mindnet.errors import (
     ConfigError,
+    DataWriteError,
     DimensionMismatchError,
     DraftConflictError,
     DraftError,
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
     EmptyIndexError: 409, ImportRunningError: 409, InputTooLargeError: 413,
-    NoteNotFoundError: 404, NoteChangedError: 409, VaultWriteError: 507,
+    NoteNotFoundError: 404, NoteChangedError: 409, VaultWriteError: 507, DataWriteError: 507,
 }
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 
+from mindnet.data_folder import private_file
 from mindnet.errors import ConfigError, EmbeddingError
 from mindnet.settings import Settings
 
@@ -206,7 +207,7 @@ class EmbeddingCache:
         if path is None:
             self._db = sqlite3.connect(":memory:", check_same_thread=False)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(path)
             self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")   # no fsync per commit; a lost vector is re-embedded

@@ -16,6 +16,8 @@
     │   ├── DimensionMismatchError  collection built with another embedding size
     │   ├── EmptyIndexError  nothing imported yet
     │   └── ImportRunningError  an import is already running in this process
+    ├── DataWriteError       writing mindnet's data folder failed (disk full, read-only; names the file): what
+    │                        was there before is intact
     ├── QueryError           a retrieval request is invalid (names the field)
     │   └── InputTooLargeError  a text to analyse is over the configured size limit
     ├── NoteNotFoundError    no note in the index has the given id or path
@@ -119,6 +121,15 @@ class EmptyIndexError(StoreError):
 class ImportRunningError(StoreError):
     pass
 
+
+
+class DataWriteError(MindnetError):
+    """Writing a file of the data folder (a log, the cache, the conversations) failed; the file is as before."""
+
+    def __init__(self, message: str, *, path: str | None = None, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno
 
 
 class QueryError(MindnetError):

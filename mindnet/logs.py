@@ -20,7 +20,8 @@ from typing import Any, Literal
 from filelock import FileLock
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from mindnet.errors import QueryError
+from mindnet.data_folder import FILE_MODE, data_write_error, private_dir
+from mindnet.errors import DataWriteError, QueryError
 
 logger = logging.getLogger(__name__)
 
@@ -49,34 +50,83 @@ def _check_uuid4(value: str) -> str:
 
 
 class JsonlLog:
-    """An append-only JSON-lines file."""
+    """An append-only JSON-lines file, rotated at `max_bytes` into `<name>.1` ... `<name>.<keep>` (oldest last).
 
-    def __init__(self, path: Path) -> None:
+    A record is written whole or not at all: a write that fails (a full disk) is cut back to where it started,
+    and a torn tail left by a crash is closed with a newline before the next record, so records never glue."""
+
+    def __init__(self, path: Path, *, max_bytes: int | None = None, keep: int = 5) -> None:
         self.path = Path(path)
-        self._lock = FileLock(str(self.path) + ".lock")
+        self.max_bytes = max_bytes
+        self.keep = keep
+        self._lock = FileLock(str(self.path) + ".lock", mode=FILE_MODE)
 
     def append(self, record: Mapping[str, Any]) -> None:
-        """Append one record as one line (raises TypeError for values JSON cannot encode)."""
+        """Append one record as one line (TypeError for values JSON cannot encode, DataWriteError when the
+        disk refuses it: the file is then as it was)."""
         data = (json.dumps(dict(record), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                written = os.write(fd, data)
-                while written < len(data):  # only on a full disk or a signal; the lock keeps it whole
-                    logger.warning("%s: short write (%d of %d bytes); continuing",
-                                   self.path, written, len(data))
-                    written += os.write(fd, data[written:])
-            finally:
-                os.close(fd)
+        try:
+            private_dir(self.path.parent)
+            with self._lock:
+                self._rotate_for(len(data))
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+                try:
+                    start = os.fstat(fd).st_size
+                    if start and os.pread(fd, 1, start - 1) != b"\n":
+                        data = b"\n" + data            # a torn tail keeps a line of its own (skipped when read)
+                    try:
+                        written = 0
+                        while written < len(data):       # a short write only on a full disk or a signal
+                            written += os.write(fd, data[written:])
+                    except OSError:
+                        os.ftruncate(fd, start)         # no half record for the next one to glue to
+                        raise
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            raise data_write_error(exc, self.path, "the record was not written") from exc
+
+    def _rotate_for(self, size: int) -> None:
+        """Under the lock: move the full file to `<name>.1` (and older ones one up) before it passes max_bytes."""
+        if self.max_bytes is None:
+            return
+        try:
+            current = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if current == 0 or current + size <= self.max_bytes:
+            return
+        self.rotated(self.keep).unlink(missing_ok=True)
+        for n in range(self.keep - 1, 0, -1):
+            if self.rotated(n).exists():
+                os.replace(self.rotated(n), self.rotated(n + 1))
+        os.replace(self.path, self.rotated(1))
+
+    def rotated(self, n: int) -> Path:
+        return self.path.with_name(f"{self.path.name}.{n}")
+
+    def files(self) -> list[Path]:
+        """The rotated files, oldest first, then the current one (those that exist)."""
+        return [p for p in [*(self.rotated(n) for n in range(self.keep, 0, -1)), self.path] if p.exists()]
 
     def read(self) -> Iterator[dict[str, Any]]:
-        """Every record in file order; corrupt lines are skipped with a warning naming file and line."""
-        records, _ = self.read_from(0)
-        yield from records
+        """Every record in file order, rotated files first; corrupt lines are skipped with a warning naming
+        file and line."""
+        for path in self.files():
+            records, _ = JsonlLog(path).read_from(0)
+            yield from records
+
+    def identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the current file: it changes when the file is rotated."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return st.st_dev, st.st_ino
 
     def read_from(self, offset: int) -> tuple[list[dict[str, Any]], int]:
-        """Records of the complete lines after byte `offset`, and the offset to continue from."""
+        """Records of the complete lines of the current file after byte `offset`, and the offset to continue
+        from (a torn last line is left for later)."""
         try:
             with open(self.path, "rb") as fh:
                 fh.seek(offset)
@@ -158,17 +208,24 @@ def _query_error(err: ValidationError, prefix: str = "") -> QueryError:
 class FlywheelLogs:
     """search_history.jsonl + feedback.jsonl in `log_dir`, with the checks that keep them joinable."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, *, history_max_mb: float | None = 20.0, history_keep: int = 5) -> None:
         self.log_dir = Path(log_dir)
-        self.search_history = JsonlLog(self.log_dir / "search_history.jsonl")
+        # ~3 KB per search: 20 MB is ~6,000 searches per file; ratings need their search, so rotated files are
+        # read too (feedback is small and is never rotated)
+        max_bytes = int(history_max_mb * 1024 * 1024) if history_max_mb else None
+        self.search_history = JsonlLog(self.log_dir / "search_history.jsonl", max_bytes=max_bytes,
+                                       keep=history_keep)
         self.feedback = JsonlLog(self.log_dir / "feedback.jsonl")
         self._known_ids: set[str] = set()
+        self._known_file: tuple[int, int] | None = None     # the search_history file _known_offset is in
         self._known_offset = 0  # bytes of search_history already read into _known_ids
+        self._unlogged: dict[str, str] = {}     # query_id -> why its search could not be logged
 
     def record_search(self, query_text: str, *, mode: str, source: Literal["query", "chat"],
                       hits: Iterable[SearchHit | Mapping[str, Any]] = (), strategy: str | None = None,
                       query_id: str | None = None) -> str:
-        """Log one search (its hits as shown) and return its query_id for later feedback."""
+        """Log one search (its hits as shown) and return its query_id for later feedback. A search the disk
+        refuses to log keeps its id (`unlogged` says why), so what the user asked is still answered."""
         values: dict[str, Any] = {
             "query_text": query_text, "mode": mode, "source": source, "strategy": strategy,
             "hits": [h.model_dump() if isinstance(h, SearchHit) else dict(h) for h in hits]}
@@ -178,9 +235,18 @@ class FlywheelLogs:
             record = SearchRecord.model_validate(values)
         except ValidationError as exc:
             raise _query_error(exc) from exc
-        self.search_history.append(record.model_dump(mode="json"))
-        self._known_ids.add(record.query_id)
+        try:
+            self.search_history.append(record.model_dump(mode="json"))
+        except DataWriteError as exc:      # the search itself is answered; only rating it is not possible
+            logger.warning("search %s not logged: %s", record.query_id, exc)
+            self._unlogged[record.query_id] = str(exc)
+        else:
+            self._known_ids.add(record.query_id)
         return record.query_id
+
+    def unlogged(self, query_id: str) -> str | None:
+        """Why the search `query_id` could not be logged (a full disk), or None when it was."""
+        return self._unlogged.get(query_id)
 
     def record_feedback(self, query_id: str, score: int, *, node_id: str = GENERATED_ANSWER,
                         comment: str | None = None) -> FeedbackRecord:
@@ -192,6 +258,9 @@ class FlywheelLogs:
                                     comment=(comment or "").strip() or None)
         except ValidationError as exc:
             raise _query_error(exc) from exc
+        if record.query_id in self._unlogged:
+            raise DataWriteError(f"this search could not be logged, so it cannot be rated: "
+                                 f"{self._unlogged[record.query_id]}", path=str(self.search_history.path))
         if not self._is_known(record.query_id):
             raise QueryError(f"unknown query_id {query_id!r}: no search with this id in "
                              f"{self.search_history.path}; send the query_id returned by the search",
@@ -202,7 +271,15 @@ class FlywheelLogs:
     def _is_known(self, query_id: str) -> bool:
         if query_id in self._known_ids:
             return True
-        # another process may have logged it: read what was appended since the last look
+        # another process may have logged it: read what was appended since the last look, or everything
+        # again once the file was rotated (rare: every history_max_mb)
+        current = self.search_history.identity()
+        if current != self._known_file:
+            self._known_file, self._known_offset = current, 0
+            for path in self.search_history.files():
+                if path == self.search_history.path:
+                    continue
+                self._known_ids.update(str(r.get("query_id")) for r in JsonlLog(path).read_from(0)[0])
         records, self._known_offset = self.search_history.read_from(self._known_offset)
         self._known_ids.update(str(r.get("query_id")) for r in records)
         return query_id in self._known_ids

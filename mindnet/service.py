@@ -170,7 +170,8 @@ class Mindnet:
 
     @cached_property
     def logs(self) -> FlywheelLogs:
-        return FlywheelLogs(self.settings.log_dir)
+        return FlywheelLogs(self.settings.log_dir, history_max_mb=self.settings.history_max_mb,
+                            history_keep=self.settings.history_keep)
 
     def record(self, request: QueryRequest, result: RetrievalResult, *, source: str = "query",
                strategy: str | None = None) -> str:
@@ -184,12 +185,18 @@ class Mindnet:
         """Search, log, and return the JSON-able result (query_id, hits with breakdowns and explanations)."""
         with self._first_import_note():
             result = self.retriever.search(request)
-        return result_dict(result, self.record(request, result), explain=request.explain)
+        return self._result(request, result)
 
     async def aquery(self, request: QueryRequest) -> dict:
         with self._first_import_note():
             result = await self.retriever.asearch(request)
-        return result_dict(result, self.record(request, result), explain=request.explain)
+        return self._result(request, result)
+
+    def _result(self, request: QueryRequest, result: RetrievalResult) -> dict:
+        out = result_dict(result, query_id := self.record(request, result), explain=request.explain)
+        if why := self.logs.unlogged(query_id):
+            out["warnings"] = [f"search history not written, so this search cannot be rated: {why}"]
+        return out
 
     @contextmanager
     def _first_import_note(self) -> Iterator[None]:

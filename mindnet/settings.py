@@ -420,6 +420,8 @@ class Settings(BaseModel):
     analysis_config: Path | None = None
     prompts_dir: Path = Field(default_factory=_default_prompts_dir)
     log_dir: Path = Path("./data/logs")
+    history_max_mb: float = Field(20.0, gt=0, description="search_history.jsonl is rotated at this size (MB)")
+    history_keep: int = Field(5, ge=1, le=1000, description="rotated search histories kept (feedback reads them)")
     cache_dir: Path = Path("./data/cache")
     # who may call `mindnet serve` (mindnet/security.py); lists are comma- or space-separated in the environment
     api_token: str | None = Field(None, repr=False, description="bearer token for the API, password of the UI")

@@ -262,3 +262,88 @@ def test_report_of_empty_logs(logs: FlywheelLogs) -> None:
     assert logs.feedback_report() == {"feedback_count": 0, "unmatched": 0,
                                       "answers": {"count": 0, "mean_score": None},
                                       "by_strategy": {}, "by_node": {}}
+
+
+# --------------------------------------------------------------------------- whole records, rotation, modes
+
+FSIZE_CHILD = r"""
+import json, resource, signal, sys
+from pathlib import Path
+from mindnet.logs import FlywheelLogs
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)          # a write past the limit fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+logs = FlywheelLogs(Path(sys.argv[1]))
+query_id = logs.record_search("gross " * 400, mode="semantic", source="query")
+try:
+    logs.record_feedback(query_id, 5)
+    print(json.dumps({"rated": True}))
+except Exception as exc:
+    print(json.dumps({"rated": False, "query_id": query_id, "unlogged": logs.unlogged(query_id),
+                      "error": type(exc).__name__, "message": str(exc)}))
+"""
+
+
+def test_a_write_the_disk_refuses_leaves_no_half_record(tmp_path: Path) -> None:
+    """A real short write then EFBIG (a file size limit in a child process), the path of a full disk: the search
+    is still answered with its id, the file keeps only whole records, and the next record is readable."""
+    import os
+    import subprocess
+    import sys
+    logs = FlywheelLogs(tmp_path)
+    first = logs.record_search("erste Suche", mode="semantic", source="query")
+    size = logs.search_history.path.stat().st_size
+    out = subprocess.run([sys.executable, "-c", FSIZE_CHILD, str(tmp_path), str(size + 1000)],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (result["rated"], result["error"]) == (False, "DataWriteError"), result
+    assert "search_history.jsonl" in result["unlogged"] and "File too large" in result["unlogged"]
+    assert "cannot be rated" in result["message"]
+    assert logs.search_history.path.stat().st_size == size         # cut back: no partial line
+    later = FlywheelLogs(tmp_path).record_search("danach", mode="semantic", source="query")
+    assert [r["query_id"] for r in JsonlLog(logs.search_history.path).read()] == [first, later]
+    assert FlywheelLogs(tmp_path).record_feedback(later, 4).score == 4
+
+
+def test_a_torn_tail_does_not_swallow_the_next_record(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    log = JsonlLog(tmp_path / "a.jsonl")
+    log.append({"a": 1})
+    with open(log.path, "ab") as fh:
+        fh.write(b'{"b": "abgeschnitt')          # a crash in the middle of a record
+    log.append({"c": 3})
+    with caplog.at_level(logging.WARNING):
+        assert list(log.read()) == [{"a": 1}, {"c": 3}]
+    assert "a.jsonl:2: skipping corrupt log line" in caplog.text
+
+
+def test_the_history_is_rotated_and_ratings_still_find_their_search(tmp_path: Path) -> None:
+    logs = FlywheelLogs(tmp_path, history_max_mb=2 / 1024, history_keep=2)     # rotated at 2 KiB
+    ids = [logs.record_search(f"Suche {n} " + "x" * 300, mode="semantic", source="query") for n in range(30)]
+    history = logs.search_history
+    files = [p.name for p in history.files()]
+    assert files == ["search_history.jsonl.2", "search_history.jsonl.1", "search_history.jsonl"]
+    assert all(p.stat().st_size <= 2048 for p in history.files())
+    kept = [r["query_id"] for r in history.read()]
+    assert kept == ids[-len(kept):] and 4 < len(kept) < 30          # the newest, in order; the oldest dropped
+    fresh = FlywheelLogs(tmp_path, history_max_mb=2 / 1024, history_keep=2)       # another process
+    assert fresh.record_feedback(kept[0], 3).score == 3              # a search in the oldest rotated file
+    logs.record_search("noch eine", mode="semantic", source="query")  # rotates again under `fresh`'s offset
+    newest = logs.record_search("die neueste", mode="semantic", source="query")
+    assert fresh.record_feedback(newest, 5).score == 5
+    with pytest.raises(QueryError, match="unknown query_id"):
+        fresh.record_feedback(ids[0], 1)                             # dropped with the oldest file
+    assert fresh.feedback_report()["feedback_count"] == 2
+
+
+def test_logs_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    import os
+    old = os.umask(0o022)
+    try:
+        logs = FlywheelLogs(tmp_path / "logs")
+        logs.record_feedback(logs.record_search("privat", mode="semantic", source="query"), 5)
+    finally:
+        os.umask(old)
+    assert oct((tmp_path / "logs").stat().st_mode & 0o777) == "0o700"
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in (tmp_path / "logs").iterdir()} == {
+        name: "0o600" for name in ("search_history.jsonl", "search_history.jsonl.lock", "feedback.jsonl",
+                                   "feedback.jsonl.lock")}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mindnet.data_folder import private_dir
 from mindnet.vault.scan import Issue
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class IndexState:
                 "dirty": sorted(dirty), "vectors_complete": self.vectors_complete, "fields": ENTRY_FIELDS,
                 "entries": [[getattr(e, f) for f in ENTRY_FIELDS] for e in entries.values()]}
         text = json.dumps(data, separators=(",", ":"))     # rows, not dicts: 6,500 notes in ~0.1 s
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from mindnet.data_folder import private_dir
 from mindnet.errors import StoreError, StoreLockedError
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ class FolderClaim:
             if not create:
                 raise StoreError(f"no index at {folder}: the folder does not exist (import your vault first: "
                                  f"`mindnet ingest [VAULT]`, or set MINDNET_QDRANT_PATH to the index folder)")
-            _make_private_dir(folder)
+            private_dir(folder)
         claim = cls(folder)
         with _claims_lock:
             held = _claims.get(claim._key)
@@ -149,15 +150,6 @@ class FolderClaim:
             _remove_holder(self.folder)
             fcntl.flock(held.fd, fcntl.LOCK_UN)
             os.close(held.fd)
-
-
-def _make_private_dir(folder: Path) -> None:
-    """The folder and its missing parents, readable by the owner only (the index holds every note's text)."""
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        os.chmod(folder, 0o700)
-    except OSError:
-        pass
 
 
 def _write_holder(folder: Path) -> None:

@@ -26,6 +26,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 
+from mindnet.data_folder import private_dir
 from mindnet.service import Mindnet
 from mindnet.ui.registry import set_mindnet
 
@@ -48,7 +49,7 @@ _mounted: list[str] = []
 
 def prepare_app_root(root: Path) -> Path:
     """Create Chainlit's working folder with the welcome page and the custom elements; returns it."""
-    root = Path(root).resolve()
+    root = private_dir(Path(root).resolve())     # Chainlit keeps the uploads in root/.files
     (root / "public" / "elements").mkdir(parents=True, exist_ok=True)
     welcome = WELCOME.read_text(encoding="utf-8") if WELCOME.is_file() else FALLBACK_WELCOME
     (root / "chainlit.md").write_text(welcome, encoding="utf-8")

@@ -19,6 +19,8 @@ from typing import Any
 
 from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 
+from mindnet.data_folder import private_file
+
 LOCAL_USER = "local"
 THREADS_FILE = "threads.sqlite"
 
@@ -57,7 +59,7 @@ def threads_path(cache_dir: Path) -> Path:
 
 def create_schema(path: Path) -> Path:
     """Create the data layer's tables in `path` if missing; safe to call on every start."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_file(path)
     with sqlite3.connect(path) as db:
         for statement in SCHEMA:
             db.execute(statement)
