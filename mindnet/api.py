@@ -136,8 +136,9 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
         m: Mindnet = app.state.mindnet
         importing = m.importing
         counts = m.last_counts if importing else await asyncio.to_thread(m.counts, wait=False)
-        body = {"status": "ok", "importing": importing, "opening": m.opening,
-                "searchable": m.searchable, "searching_from": "index" if m.opened else None,
+        problems = await asyncio.to_thread(m.problems)
+        body = {"status": "degraded" if problems else "ok", "problems": problems, "importing": importing,
+                "opening": m.opening, "searchable": m.searchable, "searching_from": "index" if m.opened else None,
                 "engine": m.engine,
                 "counts_from": "last complete import" if importing else "index", "collections": counts,
                 "embedding": m.settings.embedding, "vault": Path(m.settings.vault_root).name}

@@ -159,7 +159,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             render_link_audit(data["links"])
         console.print(f"notes {data['notes']}, chunks {data['chunks']}, edges {data['edges']}")
         for key in ("missing_collections", "dangling_edges", "orphan_chunks", "missing_chunks", "unlisted",
-                    "unfinished_notes", "missing_indexes"):
+                    "unfinished_notes", "missing_indexes", "unfinished_import"):
             if data[key]:
                 console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
         console.print(f"unresolved links: {len(data['unresolved'])}")
@@ -204,8 +204,10 @@ def render_link_audit(notes: list[dict]) -> None:
 
 
 # what an incremental import repairs by itself: it finishes pending notes, removes points no note lists and
-# derives every note's edges again (an edge to a deleted note is rewritten)
-_INGEST_REPAIRS = {"unfinished_notes", "unlisted", "orphan_chunks", "dangling_edges"}
+# derives every note's edges again (an edge to a deleted note is rewritten); a missing collection is created and
+# the whole vault written into it
+_INGEST_REPAIRS = {"unfinished_notes", "unlisted", "orphan_chunks", "dangling_edges", "unfinished_import",
+                   "missing_collections"}
 
 
 def _check_verdict(data: dict) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from pathlib import Path
 
 from mindnet.errors import DataWriteError
@@ -58,3 +59,27 @@ def data_write_error(exc: OSError, path: Path, outcome: str) -> DataWriteError:
     else:
         problem, fix = "cannot write the data folder", "check its disk"
     return DataWriteError(f"{path}: {problem} ({reason}); {outcome}. Fix: {fix}.", path=str(path), errno=code)
+
+
+def move_aside(path: Path, companions: tuple[str, ...] = ("-wal", "-shm", "-journal")) -> Path:
+    """Rename a damaged file (and its SQLite companions) to `<name>.damaged-<time>` beside it, kept for the
+    user to look at, so a fresh one can take its place; returns the new name."""
+    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    for suffix in ("", *companions):
+        if Path(f"{path}{suffix}").exists():
+            os.replace(f"{path}{suffix}", f"{aside}{suffix}")
+    return aside
+
+
+_damage: dict[str, str] = {}     # files found damaged and moved aside in this process: file -> what was done
+
+
+def report_damage(path: Path, message: str) -> None:
+    """Remember, for /health and `mindnet check`, that `path` was found damaged and what was done about it."""
+    _damage[str(path)] = message
+
+
+def damage_reports(folders: list[Path]) -> list[str]:
+    """The damage found in files inside `folders` (one process may serve several data folders: tests)."""
+    roots = [str(Path(f).resolve()) for f in folders]
+    return [m for p, m in _damage.items() if any(str(Path(p).resolve()).startswith(r) for r in roots)]

@@ -26,7 +26,8 @@ from mindnet.backends import (
     make_embedding,
     make_reranker,
 )
-from mindnet.errors import EmptyIndexError, ImportRunningError, MindnetError
+from mindnet.data_folder import damage_reports
+from mindnet.errors import EmptyIndexError, ImportRunningError, MindnetError, StoreError
 from mindnet.indexing.pipeline import EmbeddingWorker, Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
@@ -39,6 +40,7 @@ from mindnet.store.collections import point_id
 from mindnet.store.engine import Store
 from mindnet.store.factory import MEMORY, needs_rebuild, open_store
 from mindnet.store.folder import held_by_other, locked_error, remove_legacy
+from mindnet.store.space import MB, SpaceGuard
 
 if TYPE_CHECKING:
     from mindnet.analysis.analyzer import Analyzer
@@ -77,6 +79,7 @@ class Mindnet:
         self._importing = False
         self.live: LiveIndex | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
         self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
+        self._problems: dict[str, str] = {}    # what does not work now (the index cannot be opened, ...)
 
     @classmethod
     def from_env(cls, **overrides: object) -> Mindnet:
@@ -159,6 +162,7 @@ class Mindnet:
             self.retriever.warm_dense()
         except (MindnetError, OSError, ValueError) as exc:   # the first search reports it to the user
             log.warning("could not open the index at start: %s", exc)
+            self._problems["index"] = str(exc)
         finally:
             self._warming = False
 
@@ -183,12 +187,12 @@ class Mindnet:
 
     def query(self, request: QueryRequest) -> dict:
         """Search, log, and return the JSON-able result (query_id, hits with breakdowns and explanations)."""
-        with self._first_import_note():
+        with self._first_import_note(), self._noting_damage():
             result = self.retriever.search(request)
         return self._result(request, result)
 
     async def aquery(self, request: QueryRequest) -> dict:
-        with self._first_import_note():
+        with self._first_import_note(), self._noting_damage():
             result = await self.retriever.asearch(request)
         return self._result(request, result)
 
@@ -197,6 +201,16 @@ class Mindnet:
         if why := self.logs.unlogged(query_id):
             out["warnings"] = [f"search history not written, so this search cannot be rated: {why}"]
         return out
+
+    @contextmanager
+    def _noting_damage(self) -> Iterator[None]:
+        """A damaged collection is found when a search reads it: /health says so from then on."""
+        try:
+            yield
+        except StoreError as exc:
+            if type(exc) is StoreError:         # not "locked", "empty", "import running"
+                self._problems["index"] = str(exc)
+            raise
 
     @contextmanager
     def _first_import_note(self) -> Iterator[None]:
@@ -248,6 +262,9 @@ class Mindnet:
                     self._after_import()
                 if not report.stopped_early:    # a newer run is about to write again: it writes the graph
                     self._write_graph()
+                    if full:
+                        for key in ("index", "counts"):     # rebuilt: what was found damaged is gone
+                            self._problems.pop(key, None)
             failed: set[str] = set()
             if worker is not None:       # what phase 1 handed over, embedded to the end
                 failed = importer.beside_issues(report, worker.finish())
@@ -303,6 +320,25 @@ class Mindnet:
         """An import runs: an HTTP /ingest, or the live index's phase 1 or phase 2."""
         return self._importing or self.progress.writing or self.progress.embedding
 
+    def problems(self) -> list[str]:
+        """What does not work now, each with its fix: a damaged index, files found damaged and moved aside, a
+        full disk (for /health and the chat's welcome)."""
+        s = self.settings
+        own = [s.cache_dir, Path(s.cache_dir).resolve().parent / "threads.sqlite", s.log_dir, s.qdrant_path]
+        found = list(self._problems.values()) + damage_reports(own)
+        if "embedder" in self.__dict__ and self.embedder.cache.problem and \
+                self.embedder.cache.problem not in found:
+            found.append(self.embedder.cache.problem)
+        folder = self._local_folder()
+        if folder is not None and folder.is_dir():
+            guard = SpaceGuard(folder, self.settings.min_free_mb)
+            free = guard.free()
+            if free is not None and free < guard.min_free:
+                found.append(f"{folder}: the disk has {free / MB:.0f} MB free, less than the "
+                             f"{self.settings.min_free_mb:g} MB imports keep free (MINDNET_MIN_FREE_MB): imports "
+                             f"stop until space is freed; searches go on")
+        return found
+
     def counts(self, *, wait: bool = True) -> dict[str, int]:
         """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
         step holds it) answers with the last counts instead of waiting for it."""
@@ -314,6 +350,11 @@ class Mindnet:
             store = self.store
             self.last_counts = {kind: (store.count(kind) if store.exists(kind) else 0)
                                 for kind in self.settings.collections}
+            self._problems.pop("counts", None)
+        except MindnetError as exc:
+            if wait:
+                raise
+            self._problems["counts"] = str(exc)      # /health answers, and says what is wrong
         finally:
             self.index_lock.release()
         return dict(self.last_counts)

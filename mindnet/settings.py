@@ -399,6 +399,9 @@ class Settings(BaseModel):
     vault_root: Path = SAMPLE_VAULT
     qdrant_path: Path = Path("./data/qdrant")
     qdrant_url: str | None = None
+    # Qdrant Edge dies (SIGBUS) on a full disk: the embedded index's writes stop with a message before that
+    min_free_mb: float = Field(256.0, ge=0, description="free space the embedded index's disk keeps (MB); "
+                               "writes stop before it")
     qdrant_api_key: str | None = None
     # a Qdrant server's collections are created with these (distributed mode: shards spread the points over
     # the cluster's nodes, replicas keep copies); unset = Qdrant's defaults (1 and 1); the embedded index ignores them

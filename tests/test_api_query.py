@@ -37,7 +37,7 @@ def test_health_counts_the_collections(api: TestClient, tmp_path: Path) -> None:
     assert r.status_code == 200
     body = r.json()
     progress = body.pop("import")    # no import ran in this process
-    assert body == {"status": "ok", "importing": False, "opening": False, "searchable": True,
+    assert body == {"status": "ok", "problems": [], "importing": False, "opening": False, "searchable": True,
                     "searching_from": "index", "engine": "qdrant-edge", "counts_from": "index",
                     "collections": {"notes": 3, "chunks": 4, "edges": 1},
                     "embedding": "ollama", "vault": "vault"}   # the folder's name, never a server path

@@ -6,7 +6,6 @@ a save fails with 507, leaves nothing behind and goes through once there is spac
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import shutil
@@ -18,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers_disk import fill, mount_tmpfs
 from helpers_ui import ChatServer
 
 from mindnet.settings import SAMPLE_VAULT
@@ -130,33 +130,6 @@ def test_concurrent_overwrites_of_one_version_let_exactly_one_through(server: Ch
 # --------------------------------------------------------------------------- a full disk
 
 
-def mount_tmpfs(folder: Path, size_kb: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k,mode=0755", "tmpfs", str(folder)],
-                              capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"cannot mount a small tmpfs here ({exc}); tests/test_note_writes.py gets the same failure "
-                    "from a file size limit (EFBIG)")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or done.returncode}: needs root); "
-                    "tests/test_note_writes.py gets the same failure from a file size limit (EFBIG)")
-
-
-def fill(folder: Path) -> Path:
-    """A file that takes the file system's last free byte (unbuffered: each write is one system call)."""
-    filler = folder / ".filler"
-    with filler.open("wb", buffering=0) as fh:
-        for size in (1 << 16, 4096, 1):
-            while True:
-                try:
-                    fh.write(b"\0" * size)
-                except OSError as exc:
-                    assert exc.errno == errno.ENOSPC, exc
-                    break
-    return filler
-
-
 def listing(root: Path) -> list[str]:
     """The vault's files (the write lock of an attempted overwrite aside)."""
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != "write.lock")
@@ -166,7 +139,7 @@ def listing(root: Path) -> list[str]:
 def full_disk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatServer]:
     root = tmp_path_factory.mktemp("drafts_full")
     vault_kb = sum(p.stat().st_size for p in SAMPLE_VAULT.rglob("*") if p.is_file()) // 1024
-    mount_tmpfs(root / "vault", vault_kb + 1024)
+    mount_tmpfs(root / "vault", vault_kb + 1024, without="tests/test_note_writes.py (a file size limit, EFBIG)")
     srv = ChatServer(root)
     try:
         srv.start()

@@ -22,12 +22,14 @@ class IntegrityReport:
     unfinished_notes: list[str] = field(default_factory=list)     # an import stopped mid-note: run ingest
     missing_collections: list[str] = field(default_factory=list)
     missing_indexes: list[str] = field(default_factory=list)
+    unfinished_import: list[str] = field(default_factory=list)    # the last import stopped or was killed
     unembedded: int = 0        # chunks without their dense vector yet: not broken, the next import adds them
 
     @property
     def broken(self) -> bool:
         return bool(self.dangling_edges or self.orphan_chunks or self.missing_chunks or self.unlisted
-                    or self.unfinished_notes or self.missing_collections or self.missing_indexes)
+                    or self.unfinished_notes or self.missing_collections or self.missing_indexes
+                    or self.unfinished_import)
 
     def as_dict(self) -> dict:
         return {"ok": not self.broken, "notes": self.notes, "chunks": self.chunks, "edges": self.edges,
@@ -35,7 +37,7 @@ class IntegrityReport:
                 "orphan_chunks": self.orphan_chunks, "missing_chunks": self.missing_chunks,
                 "unlisted": self.unlisted, "unfinished_notes": self.unfinished_notes,
                 "missing_collections": self.missing_collections, "missing_indexes": self.missing_indexes,
-                "unembedded": self.unembedded}
+                "unfinished_import": self.unfinished_import, "unembedded": self.unembedded}
 
 
 def check_index(store: Store) -> IntegrityReport:
@@ -83,6 +85,10 @@ def check_index(store: Store) -> IntegrityReport:
     missing_indexes = getattr(store, "missing_indexes", None)   # a server's (ServerStore)
     report.missing_indexes = missing_indexes() if missing_indexes is not None else []
     report.unembedded = store.count("chunks", WITHOUT_DENSE)
+    if store.folder is not None and store.read_token() is None:
+        # every import clears the token before its first write and sets a new one when it is done (a server
+        # without collection metadata keeps no token: not checked there)
+        report.unfinished_import = [f"the last import into {store.location} stopped before it finished"]
     return report
 
 

@@ -256,6 +256,8 @@ class Importer:
         """Before the index is opened: the manifest, if the token in the index folder's mindnet.json matches it."""
         if self.store_open or self.local_folder is None or self.manifest is None:
             return None
+        if not all((self.local_folder / name / "segments").is_dir() for name in coll.names(self.prefix).values()):
+            return None     # a collection's folder is gone: the index is opened and the whole vault planned
         token = read_token(self.local_folder, self.prefix)
         key = config_key(self.types, self.embedder.key)
         if token is None:

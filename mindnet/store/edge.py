@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from mindnet.errors import MindnetError, StoreError
+from mindnet.errors import DataWriteError, MindnetError, StoreError
 from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, dimension_error, names, vector_names
 from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, Where
 from mindnet.store.folder import FolderClaim, FolderMeta
+from mindnet.store.space import DEFAULT_MIN_FREE_MB, SpaceGuard, used_bytes
 
 log = logging.getLogger(__name__)
 PAGE = 2000
@@ -84,6 +85,14 @@ def _hashable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def _size_of(points: Sequence[Point]) -> int:
+    """A generous guess of the bytes a batch adds on disk (WAL and segment): payload text, vectors, overhead."""
+    sample = points[: min(len(points), 16)]
+    per = sum(len(str(p.payload)) + 8 * len(p.dense or ()) + 12 * len(p.sparse.indices if p.sparse else ()) + 512
+              for p in sample) / len(sample)
+    return int(2 * per * len(points))
+
+
 def _point(p: Point) -> qe.Point:
     vector: dict[str, Any] = {}
     if p.dense is not None:
@@ -97,7 +106,8 @@ def _point(p: Point) -> qe.Point:
 class EdgeStore(Store):
     """The three collections of `prefix` as Edge shards in `folder` (claimed for this process while open)."""
 
-    def __init__(self, folder: Path | str, prefix: str = "mindnet", *, create: bool = True) -> None:
+    def __init__(self, folder: Path | str, prefix: str = "mindnet", *, create: bool = True,
+                 min_free_mb: float = DEFAULT_MIN_FREE_MB) -> None:
         self.folder = Path(folder).expanduser()
         self.location = str(self.folder)
         self.prefix = prefix
@@ -106,6 +116,7 @@ class EdgeStore(Store):
         self._names = names(prefix)
         self._shards: dict[str, qe.EdgeShard] = {}
         self._closed = False
+        self._space = SpaceGuard(self.folder, min_free_mb)
 
     # ------------------------------------------------------------------ shards
 
@@ -123,7 +134,12 @@ class EdgeStore(Store):
             yield
         except MindnetError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the engine raises plain Exceptions
+        except BaseException as exc:  # noqa: BLE001 - plain Exceptions, and a Rust panic (a BaseException)
+            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+                raise     # KeyboardInterrupt, SystemExit
+            if "No space left on device" in str(exc) or "os error 28" in str(exc):
+                raise DataWriteError(f"{self.path(kind)}: the disk is full ({exc}); free some space on it, then run "
+                                     f"`mindnet check` (and what it says)", path=str(self.path(kind))) from exc
             raise StoreError(f"{self.path(kind)}: the {kind} collection is damaged ({exc}); {REBUILD}") from exc
 
     def _shard(self, kind: str) -> qe.EdgeShard:
@@ -135,12 +151,14 @@ class EdgeStore(Store):
         path = self.path(kind)
         if not self.exists(kind):
             raise StoreError(f"{path}: the {kind} collection does not exist; {REBUILD}")
+        self._space.check_open(path)
         with self._engine(kind):
             shard = qe.EdgeShard.load(str(path), None)
         self._shards[kind] = shard
         return shard
 
     def create(self, dim: int) -> None:
+        self._space.check(what="creation of the collections")
         existing = self.dim()
         if existing is not None and existing != dim:
             raise dimension_error(self.prefix, existing, dim)
@@ -182,6 +200,7 @@ class EdgeStore(Store):
     def upsert(self, kind: str, points: Sequence[Point]) -> None:
         if not points:
             return
+        self._space.check(need=_size_of(points), what=f"write of {len(points)} {kind}")
         shared = SHARED_FIELDS.get(kind)
         with self._engine(kind):
             shard = self._shard(kind)
@@ -206,6 +225,8 @@ class EdgeStore(Store):
 
     def set_dense(self, kind: str, vectors: dict[str, list[float]]) -> None:
         if vectors:
+            dim = len(next(iter(vectors.values())))
+            self._space.check(need=len(vectors) * dim * 8, what=f"write of {len(vectors)} vectors")
             with self._engine(kind):
                 self._shard(kind).update(qe.UpdateOperation.update_vectors(
                     [qe.PointVectors(uuid.UUID(pid), {DENSE: v.tolist() if isinstance(v, np.ndarray) else list(v)})
@@ -227,6 +248,8 @@ class EdgeStore(Store):
 
     def optimize(self) -> None:
         if self.exists("chunks"):
+            # optimising rewrites segments beside the old ones: up to the collection's size again
+            self._space.check(need=used_bytes(self.path("chunks")), what="optimisation of the chunks")
             with self._engine("chunks"):
                 self._shard("chunks").optimize()
 

@@ -14,6 +14,7 @@ from mindnet.store.collections import CollectionLayout
 from mindnet.store.edge import EdgeStore
 from mindnet.store.engine import Store
 from mindnet.store.folder import FolderClaim, legacy_files
+from mindnet.store.space import DEFAULT_MIN_FREE_MB
 
 MEMORY = ":memory:"
 
@@ -48,17 +49,19 @@ def open_store(settings: Settings, *, create: bool = True) -> Store:
 
         return ServerStore.connect(settings.qdrant_url, settings.collection_prefix, api_key=settings.qdrant_api_key,
                                    layout=CollectionLayout.from_settings(settings))
-    return open_folder(settings.qdrant_path, settings.collection_prefix, create=create)
+    return open_folder(settings.qdrant_path, settings.collection_prefix, create=create,
+                       min_free_mb=settings.min_free_mb)
 
 
-def open_folder(folder: Path | str, prefix: str = "mindnet", *, create: bool = True) -> Store:
+def open_folder(folder: Path | str, prefix: str = "mindnet", *, create: bool = True,
+                min_free_mb: float = DEFAULT_MIN_FREE_MB) -> Store:
     if str(folder) == MEMORY:
         return TemporaryEdgeStore(prefix)
     folder = Path(folder).expanduser()
     if not create and not folder.is_dir():
         raise StoreError(f"no index at {folder.resolve()}: the folder does not exist (import your vault first: "
                          f"`mindnet ingest [VAULT]`, or point MINDNET_QDRANT_PATH at the index folder)")
-    return EdgeStore(folder, prefix, create=create)
+    return EdgeStore(folder, prefix, create=create, min_free_mb=min_free_mb)
 
 
 def open_location(location: str | Path, prefix: str = "mindnet", *, api_key: str | None = None) -> Store:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -19,8 +20,9 @@ from typing import Any
 
 from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 
-from mindnet.data_folder import private_file
+from mindnet.data_folder import move_aside, private_file, report_damage
 
+log = logging.getLogger(__name__)
 LOCAL_USER = "local"
 THREADS_FILE = "threads.sqlite"
 
@@ -58,12 +60,28 @@ def threads_path(cache_dir: Path) -> Path:
 
 
 def create_schema(path: Path) -> Path:
-    """Create the data layer's tables in `path` if missing; safe to call on every start."""
+    """Create the data layer's tables in `path` if missing; safe to call on every start. A damaged file is moved
+    aside (`threads.sqlite.damaged-<time>`, kept) and a new one started: the server starts, /health says
+    where the old conversations are."""
+    try:
+        _create(path)
+    except sqlite3.DatabaseError as exc:
+        aside = move_aside(path)
+        message = (f"{path} was damaged ({exc}): moved aside to {aside.name}; the earlier conversations are kept "
+                   f"there, new ones start in a fresh file")
+        report_damage(path, message)
+        log.warning("%s", message)
+        _create(path)
+    return path
+
+
+def _create(path: Path) -> None:
     private_file(path)
     with sqlite3.connect(path) as db:
         for statement in SCHEMA:
             db.execute(statement)
-    return path
+        db.execute("SELECT count(*) FROM threads").fetchone()     # a garbled file fails here
+
 
 
 class SQLiteDataLayer(SQLAlchemyDataLayer):
