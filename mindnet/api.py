@@ -28,6 +28,7 @@ from mindnet.errors import (
     DraftError,
     EmptyIndexError,
     ImportRunningError,
+    IndexRebuildingError,
     InputTooLargeError,
     LLMUnavailableError,
     MindnetError,
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 
 STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
-    EmptyIndexError: 409, ImportRunningError: 409, InputTooLargeError: 413,
+    EmptyIndexError: 409, ImportRunningError: 409, IndexRebuildingError: 503, InputTooLargeError: 413,
     NoteNotFoundError: 404, NoteChangedError: 409, VaultWriteError: 507, DataWriteError: 507,
 }
 
@@ -110,7 +111,8 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
         body: dict[str, Any] = {"error": type(exc).__name__, "detail": public_text(str(exc), settings)}
         if isinstance(exc, QueryError) and exc.field:
             body["field"] = exc.field
-        return JSONResponse(status_code=_status(exc), content=body)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, IndexRebuildingError) else None
+        return JSONResponse(status_code=_status(exc), content=body, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -15,7 +15,8 @@
     │   ├── StoreLockedError another process holds the embedded index folder
     │   ├── DimensionMismatchError  collection built with another embedding size
     │   ├── EmptyIndexError  nothing imported yet
-    │   └── ImportRunningError  an import is already running in this process
+    │   ├── ImportRunningError  an import is already running in this process
+    │   └── IndexRebuildingError  a full rebuild is writing the index (or stopped half-way): searches wait
     ├── DataWriteError       writing mindnet's data folder failed (disk full, read-only; names the file): what
     │                        was there before is intact
     ├── QueryError           a retrieval request is invalid (names the field)
@@ -120,6 +121,15 @@ class EmptyIndexError(StoreError):
 
 class ImportRunningError(StoreError):
     pass
+
+
+class IndexRebuildingError(StoreError):
+    """A full rebuild is writing the index, or one stopped before it finished: no search is answered from half an
+    index (HTTP 503 with Retry-After)."""
+
+    def __init__(self, message: str, *, retry_after: int = 10) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 

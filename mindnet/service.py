@@ -27,7 +27,7 @@ from mindnet.backends import (
     make_reranker,
 )
 from mindnet.data_folder import damage_reports
-from mindnet.errors import EmptyIndexError, ImportRunningError, MindnetError, StoreError
+from mindnet.errors import EmptyIndexError, ImportRunningError, IndexRebuildingError, MindnetError, StoreError
 from mindnet.indexing.pipeline import EmbeddingWorker, Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
@@ -148,7 +148,7 @@ class Mindnet:
         # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
         retriever = MindnetRetriever.from_settings(self.settings, store=self.store, embed_model=self.embed_model,
                                                    reranker=make_reranker(self.settings), lock=self.index_lock,
-                                                   write_graph=True)
+                                                   write_graph=True, gate=self._search_gate)
         if self.store.exists("notes"):   # ready to search: the link graph is read now, not in the first search
             log.info("retriever ready (link graph: %s)", retriever.warm())
         return retriever
@@ -201,6 +201,17 @@ class Mindnet:
         if why := self.logs.unlogged(query_id):
             out["warnings"] = [f"search history not written, so this search cannot be rated: {why}"]
         return out
+
+    def _search_gate(self) -> None:
+        """While this process rebuilds the index (phase 1 of `ingest --full`), a search is refused at once (503
+        with Retry-After), not kept waiting for the rebuild nor answered from half the index."""
+        if "importer" not in self.__dict__ or not self.importer.rebuilding:
+            return
+        p = self.progress.as_dict()
+        left = max(p["notes_to_write"] - p["notes_written"], 0)
+        raise IndexRebuildingError(f"a full rebuild of the index is running ({p['notes_written']} of "
+                                   f"{p['notes_to_write'] or p['notes']} notes written); searches are answered "
+                                   f"again as soon as every note is written", retry_after=max(5, min(60, left // 50)))
 
     @contextmanager
     def _noting_damage(self) -> Iterator[None]:

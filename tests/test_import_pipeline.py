@@ -446,19 +446,25 @@ def test_check_reports_an_import_stopped_mid_note(tmp_path, make_app, monkeypatc
     assert check_index(make_app().store).broken is False
 
 
-def test_searches_during_a_full_rebuild_wait_for_it_instead_of_failing(sample, make_app) -> None:
+def test_searches_during_a_full_rebuild_get_the_whole_index_or_a_refusal(sample, make_app) -> None:
+    """Never half an index: a search beside a rebuild is answered from a complete one, or refused at once
+    (IndexRebuildingError, a 503 over HTTP: tests/test_rebuild_searches.py)."""
     import threading
 
+    from mindnet.errors import IndexRebuildingError
     from mindnet.retrieval.query import QueryRequest
     app = make_app()
     app.ingest()
     errors: list[BaseException] = []
     hits: list[int] = []
+    refused: list[str] = []
 
     def search_repeatedly() -> None:
         for _ in range(15):
             try:
                 hits.append(len(app.retriever.search(QueryRequest(query="Qdrant Entscheidung", top_k=3)).nodes))
+            except IndexRebuildingError as exc:
+                refused.append(str(exc))
             except BaseException as exc:  # noqa: BLE001 - collected and asserted below
                 errors.append(exc)
 
@@ -469,7 +475,8 @@ def test_searches_during_a_full_rebuild_wait_for_it_instead_of_failing(sample, m
     for t in [*searchers, rebuild]:
         t.join()
     assert errors == []
-    assert hits == [3] * 45
+    assert hits == [3] * len(hits) and len(hits) + len(refused) == 45
+    assert all("full rebuild of the index is running" in r for r in refused)
 
 
 def test_a_copied_note_with_the_same_id_does_not_push_the_indexed_one_out(tmp_path, make_app) -> None:

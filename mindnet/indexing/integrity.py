@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mindnet.indexing.state import REBUILDING
 from mindnet.store.collections import WITHOUT_DENSE
 from mindnet.store.engine import KINDS, Store
 
@@ -85,7 +86,11 @@ def check_index(store: Store) -> IntegrityReport:
     missing_indexes = getattr(store, "missing_indexes", None)   # a server's (ServerStore)
     report.missing_indexes = missing_indexes() if missing_indexes is not None else []
     report.unembedded = store.count("chunks", WITHOUT_DENSE)
-    if store.folder is not None and store.read_token() is None:
+    token = store.read_token()
+    if token == REBUILDING:
+        report.unfinished_import = [f"the last full rebuild of {store.location} stopped before it had written "
+                                    f"every note (searches refuse the incomplete index)"]
+    elif store.folder is not None and token is None:
         # every import clears the token before its first write and sets a new one when it is done (a server
         # without collection metadata keeps no token: not checked there)
         report.unfinished_import = [f"the last import into {store.location} stopped before it finished"]

@@ -52,7 +52,7 @@ from mindnet.indexing.planning import (
 )
 from mindnet.indexing.progress import ImportProgress
 from mindnet.indexing.report import ImportReport
-from mindnet.indexing.state import IndexState, NoteEntry, new_token
+from mindnet.indexing.state import REBUILDING, IndexState, NoteEntry, new_token
 from mindnet.indexing.vectors import FillReport, VectorFeed, afeed_vectors, afill_vectors, chunk_points
 from mindnet.settings import TypesConfig
 from mindnet.store import collections as coll
@@ -193,6 +193,7 @@ class Importer:
         self._backlog: dict[str, PlannedNote] = {}
         self._dim: int | None = None            # the backend's vector size, asked once per importer
         self._feed: VectorFeed | None = None    # during a run with an embedding worker beside phase 1
+        self.rebuilding = False      # phase 1 of a full rebuild runs: searches are refused, not kept waiting
         self._fed: set[str] = set()             # notes whose texts this run handed to it
         self.overlap = True     # `run(embed=True)` embeds beside phase 1 (False: after it; benchmarks compare)
 
@@ -277,6 +278,9 @@ class Importer:
             except OSError as exc:
                 log.warning("could not write the import manifest %s (%s); the next run reads the whole vault",
                             self.manifest, exc)
+                with self.lock:
+                    if self.store.read_token() == REBUILDING:    # every note is written: searches may go on
+                        self.store.write_token(None)
                 return
         with self.lock:
             if self.store.write_token(token):
@@ -284,7 +288,7 @@ class Importer:
 
     def _invalidate(self) -> None:
         """Before the first write of a run: the manifest no longer matches the index until the run commits."""
-        if self._token is not None or self.store.read_token() is not None:
+        if self._token is not None or self.store.read_token() not in (None, REBUILDING):
             self.store.write_token(None)
         self._token = None
 
@@ -428,7 +432,9 @@ class Importer:
         self._feed = feed or (worker.feed if worker else None)
         self._fed = set()
         try:
-            # a rebuild drops the index: searches wait for its phase 1 instead of finding it half empty
+            # a rebuild drops the index: searches are refused at once (IndexRebuildingError: `rebuilding`) until
+            # its phase 1 has written every note, instead of waiting or finding the index half empty
+            self.rebuilding = full
             with self.lock if full else nullcontext():
                 await self._phase1(vault, report, full=full, progress=progress,
                                    should_stop=None if full else should_stop, first=set(first))
@@ -436,6 +442,7 @@ class Importer:
             self.progress.end_notes(failed=True)
             raise
         finally:
+            self.rebuilding = False
             self._feed = None
             if worker is not None:
                 worker.feed.close()
@@ -519,9 +526,11 @@ class Importer:
                 dim = self._dim = await self.embedder.aprobe_dim()
                 with self.lock:
                     self.store.drop()
+                    self.store.create(dim)
+                    self.store.write_token(REBUILDING)   # until the commit: a kill leaves it, searches then refuse
             with self.lock:
                 complete = self.store.complete()
-            stored = before if complete else {}
+            stored = before if complete and not full else {}     # a rebuild starts from empty collections
             if stored and not planned and not full:
                 raise VaultError(f"no notes found in {vault}, but the index holds {len(stored)} notes; importing "
                                  f"would delete them all. Check the vault path (MINDNET_VAULT_ROOT); to empty the "

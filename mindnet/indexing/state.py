@@ -176,5 +176,10 @@ class IndexState:
             return None
 
 
+# the token a full rebuild leaves from the moment it dropped the index until it has written every note: a kill in
+# between leaves it, and searches then say the index is incomplete instead of answering from half of it
+REBUILDING = "rebuilding"
+
+
 def new_token() -> str:
     return f"{time.time_ns():x}-{secrets.token_hex(6)}"

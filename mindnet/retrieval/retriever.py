@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import ChainMap
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,9 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from threadpoolctl import ThreadpoolController
 
 from mindnet.backends import make_embedding, make_reranker
-from mindnet.errors import EmptyIndexError
+from mindnet.errors import EmptyIndexError, IndexRebuildingError
 from mindnet.indexing.sparse import SparseEncoder, text_language
+from mindnet.indexing.state import REBUILDING
 from mindnet.retrieval.graph import FanOut, GraphStats, LinkGraph, Subgraph, expand
 from mindnet.retrieval.graph_file import open_graph
 from mindnet.retrieval.intent import type_vocabulary
@@ -128,7 +129,7 @@ class MindnetRetriever(BaseRetriever):
                  known_edge_kinds: set[str] | None = None, reranker: BaseNodePostprocessor | None = None,
                  sparse: SparseEncoder | None = None, defaults: dict[str, Any] | None = None,
                  lock: threading.Lock | None = None, type_words: dict[str, str] | None = None,
-                 write_graph: bool = False, **kwargs: Any) -> None:
+                 write_graph: bool = False, gate: Callable[[], None] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.store = store
         self.embed_model = embed_model
@@ -146,12 +147,15 @@ class MindnetRetriever(BaseRetriever):
         self._graph: LinkGraph | None = None
         self.graph_status = "not loaded"
         self._unembedded: tuple[int, int] | None = None   # (chunks without dense vector, all chunks)
+        self.gate = gate        # raises while this process rebuilds the index (Mindnet: IndexRebuildingError)
+        self._rebuild_unfinished: bool | None = None      # the index's token says a full rebuild stopped half-way
 
     def invalidate(self) -> None:
         """Forget the cached graph and counts (call after an import): the next search reads the graph again,
         from this process's copy or the file when current, else patched or rebuilt from the edges."""
         self._graph = None
         self._unembedded = None
+        self._rebuild_unfinished = None
 
     def warm(self) -> str:
         """Load the link graph now, so the first search is not the slow one (`Mindnet` and `mindnet serve` do it
@@ -257,6 +261,15 @@ class MindnetRetriever(BaseRetriever):
         return await asyncio.to_thread(self.search, request)
 
     def _require_index(self) -> None:
+        if self.gate is not None:
+            self.gate()
+        if self._rebuild_unfinished is None:
+            self._rebuild_unfinished = self.store.read_token() == REBUILDING
+        if self._rebuild_unfinished:
+            raise IndexRebuildingError(
+                f"the index at {self.store.location} is incomplete: a full rebuild stopped before it had written "
+                f"every note ({self.store.count('notes') if self.store.exists('notes') else 0} so far); run "
+                f"`mindnet ingest` to finish it (a running `mindnet serve` finishes it by itself)", retry_after=30)
         if not self.store.exists("chunks"):
             where = self.store.location
             reason = needs_rebuild(self.store.folder, self.prefix) if self.store.folder is not None else None
