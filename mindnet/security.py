@@ -9,11 +9,15 @@ Checks in this order; the first that fails answers:
 2. `Origin`, when a browser sends one, is the server's own scheme://host:port or one of
    MINDNET_ALLOWED_ORIGINS, else 403. Chainlit allows every origin (its config.toml says `allow_origins = ["*"]`
    and its socket checks none); this check sits in front of it, so that file cannot re-open anything.
-3. With MINDNET_API_TOKEN set, the API needs `Authorization: Bearer <token>`, else 401 (the chat UI logs in with
+   Each request is checked on its own, also the second of a keep-alive connection.
+3. A request with both Content-Length and Transfer-Encoding is a 400 (request smuggling); a declared body over
+   `max_body_bytes` a 413 before anything else is read; `/open` from another site's page (Sec-Fetch-Site) a 403,
+   the same for existing and missing notes, so no page can probe which notes exist.
+4. With MINDNET_API_TOKEN set, the API needs `Authorization: Bearer <token>`, else 401 (the chat UI logs in with
    the token as its password through Chainlit; /health and the API docs stay open).
-4. POST/PUT/PATCH/DELETE carry a JSON body or the token, else 415: a plain HTML form or a `text/plain` fetch -
+5. POST/PUT/PATCH/DELETE carry a JSON body or the token, else 415: a plain HTML form or a `text/plain` fetch -
    what any web page can send without asking - never changes anything.
-5. A JSON body is at most `max_body_bytes` (413), nested at most `MAX_JSON_DEPTH` levels and holds no unpaired
+6. A JSON body is at most `max_body_bytes` (413), nested at most `MAX_JSON_DEPTH` levels and holds no unpaired
    UTF-16 surrogate (`"\\ud800"` cannot be written as UTF-8), else 422 naming the field.
 
 Every HTTP answer carries a Content-Security-Policy (`content_security_policy`): the chat's pages and the API docs
@@ -284,6 +288,16 @@ class SecurityMiddleware:
         if scope["type"] != "http":
             return None
         path = scope.get("path", "")
+        if _header(scope, b"content-length") is not None and _header(scope, b"transfer-encoding") is not None:
+            # two framings of one body: a proxy and this server may read different requests (smuggling)
+            return 400, "bad request", "Content-Length and Transfer-Encoding together; send only one of them"
+        declared = _header(scope, b"content-length")
+        if declared and declared.strip().isdigit() and int(declared) > p.max_body_bytes:
+            return 413, "body too large", f"the request body is over the limit of {p.max_body_bytes} bytes"
+        if path == "/open" and _header(scope, b"sec-fetch-site") in ("cross-site", "same-site"):
+            # another page could tell existing notes from missing ones by how its request ends (a redirect to
+            # obsidian:// or a 404): only this server's own pages, a typed or bookmarked URL may open notes
+            return 403, "origin not allowed", "notes are opened from mindnet's own pages only"
         has_token = p.token is not None and p.token_ok(_header(scope, b"authorization"))
         if p.needs_token(path) and not has_token:
             return 401, "token required", ("this server needs its access token: send 'Authorization: Bearer "

@@ -3,13 +3,14 @@ version the user saw, with a backup."""
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from mindnet.chat.drafts import draft_filename, save_draft
-from mindnet.chat.sanitizer import NoteDraft, empty_draft
+from mindnet.chat.sanitizer import NoteDraft, empty_draft, normalize_meta_and_body
 from mindnet.errors import DraftConflictError, DraftError
 from mindnet.safe_write import BACKUP_DIR, version_of
 from mindnet.settings import InterviewSchema
@@ -169,7 +170,10 @@ def test_folder_that_is_a_file_is_rejected(vault: Path) -> None:
     ("Tab\tund\nZeile", "Tab-und-Zeile.md"),
     ("???", "fallback-id.md"),
     ("CON", "CON_.md"),
-    ("nul.txt", "nul.txt_.md"),
+    ("nul.txt", "nul_.txt.md"),          # Windows reserves the device name with any extension
+    ("prn.tar.gz", "prn_.tar.gz.md"),
+    ("COM0", "COM0_.md"), ("LPT0", "LPT0_.md"), ("COM\u00b9", "COM\u00b9_.md"), ("lpt\u00b3 ", "lpt\u00b3_.md"),
+    ("Lpt9 notes", "Lpt9 notes.md"),
     ("Vor...und nach", "Vor...und nach.md"),
 ])
 def test_draft_filename(title: str, name: str) -> None:
@@ -177,7 +181,29 @@ def test_draft_filename(title: str, name: str) -> None:
 
 
 def test_long_titles_are_capped() -> None:
-    assert len(draft_filename("ä" * 300, fallback="x").encode("utf-8")) == 200 + len(".md")
+    assert len(draft_filename("ä" * 300, fallback="x").encode("utf-8")) <= 200 + len(".md")
+
+
+def test_long_titles_that_share_their_start_stay_two_files() -> None:
+    first, second = draft_filename("ä" * 300, fallback="x"), draft_filename("ä" * 299 + "b", fallback="x")
+    assert first != second and first[:90] == second[:90]
+    assert all(len(n.encode("utf-8")) <= 203 for n in (first, second))
+
+
+@pytest.mark.parametrize("existing", [
+    unicodedata.normalize("NFD", "Größe.md"),      # the same name decomposed (macOS, some sync tools)
+    "größe.md",                                     # case only
+    "GRÖSSE.md",                                    # case-folded: ß and SS
+])
+def test_a_twin_of_an_existing_note_is_a_conflict_with_it(vault: Path, existing: str) -> None:
+    (vault / "concepts").mkdir(exist_ok=True)
+    (vault / "concepts" / existing).write_text("# Alt\n\nDer Text des Nutzers.", encoding="utf-8")
+    draft = normalize_meta_and_body("---\ntitle: Größe\n---\n# Größe\n\nNeu.", note_type="concept",
+                                    schema=InterviewSchema())
+    with pytest.raises(DraftConflictError) as conflict:
+        save_draft(draft, vault_root=vault, folder="concepts")
+    assert conflict.value.conflict["path"] == f"concepts/{existing}"
+    assert [p.name for p in (vault / "concepts").iterdir()] == [existing]     # no twin beside it
 
 
 def test_unsafe_chars_in_title_still_save(vault: Path) -> None:

@@ -675,3 +675,51 @@ def test_fuzz_every_endpoint_no_500_and_no_hang(server: Server) -> None:
     print(f"\nfuzz: {len(requests)} bad requests, {len(failures)} failures (5xx, hangs or streams without an end)")
     assert failures == [], f"{len(failures)} of {len(requests)} failed:\n" + "\n".join(failures[:20])
     assert httpx.get(f"{server.url}/health", timeout=10).status_code == 200
+
+
+# --------------------------------------------------------------------------- HTTP framing, /open probing
+
+
+def raw_exchange(port: int, data: bytes, wait: float = 3.0) -> list[int]:
+    """The status codes of every answer to `data` sent as is on one connection (read until it goes quiet)."""
+    out = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as s:
+        s.sendall(data)
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+        except TimeoutError:
+            pass
+    return [int(line.split()[1]) for line in out.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+
+
+def test_a_pipelined_request_with_a_foreign_host_is_not_answered_as_ours(server: Server) -> None:
+    own = f"Host: 127.0.0.1:{server.port}".encode()
+    codes = raw_exchange(server.port, b"GET /health HTTP/1.1\r\n" + own + b"\r\n\r\n"
+                         b"GET /health HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+    assert codes[0] == 200 and all(c == 400 for c in codes[1:]), codes
+
+
+def test_content_length_with_transfer_encoding_is_a_400(server: Server) -> None:
+    codes = raw_exchange(server.port, f"POST /query HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                         "Content-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n"
+                         "Connection: close\r\n\r\n0\r\n\r\n".encode())
+    assert codes == [400], codes
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain", None])
+def test_a_declared_huge_body_is_a_413_before_it_is_sent(server: Server, content_type: str | None) -> None:
+    head = f"POST /query HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nContent-Length: 1000000000\r\n"
+    head += f"Content-Type: {content_type}\r\n" if content_type else ""
+    assert raw_exchange(server.port, (head + "\r\n").encode()) == [413]
+
+
+def test_another_site_cannot_tell_which_notes_exist_through_open(server: Server) -> None:
+    answers = {path: httpx.get(f"{server.url}/open", params={"path": path}, follow_redirects=False, timeout=30,
+                               headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"})
+               for path in ("concepts/qdrant.md", "concepts/does-not-exist.md")}
+    assert {p: (a.status_code, a.json()["error"]) for p, a in answers.items()} == {
+        p: (403, "origin not allowed") for p in answers}
+    own = httpx.get(f"{server.url}/open", params={"path": "concepts/qdrant.md"}, follow_redirects=False, timeout=30,
+                    headers={"Sec-Fetch-Site": "same-origin"})
+    assert own.status_code == 307 and own.headers["location"].startswith("obsidian://")

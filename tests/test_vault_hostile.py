@@ -71,6 +71,20 @@ def test_a_symlink_loop_and_a_broken_link_are_one_report_line_each(tmp_path, typ
     ]
 
 
+def test_a_folder_symlink_loop_is_one_report_line(tmp_path, types_config):
+    write_vault(tmp_path, {"good.md": "# Good\n\nfine", "deep/inner/n.md": "# N\n\nn"})
+    os.symlink(tmp_path, tmp_path / "deep" / "inner" / "back-to-root")     # deep/inner/back-to-root/deep/...
+    os.symlink(tmp_path / "deep", tmp_path / "deep" / "up")
+    notes, issues = scan_vault(tmp_path, types_config)
+    assert [n.path for n in notes] == ["good.md", "deep/inner/n.md"]
+    assert [str(i) for i in issues] == [
+        "warning: deep/up: folder symlink loop (links to deep/, which holds it); not followed, the notes there are "
+        "read once where they are",
+        "warning: deep/inner/back-to-root: folder symlink loop (links to ./, which holds it); not followed, the "
+        "notes there are read once where they are",
+    ]
+
+
 def test_a_fifo_named_like_a_note_is_reported_not_read(tmp_path, types_config):
     write_vault(tmp_path, {"good.md": "# Good\n\nfine"})
     os.mkfifo(tmp_path / "pipe.md")        # opening it for reading would wait for a writer forever

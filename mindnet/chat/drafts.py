@@ -3,7 +3,9 @@ over a newer text than the one the user chose to replace, always with a backup o
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -18,7 +20,9 @@ logger = logging.getLogger(__name__)
 _ILLEGAL = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')  # illegal on Windows/macOS or in Obsidian links
 # bidi controls (U+202E shows "gpj.md" as "dm.jpg"): never in a file name
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_RESERVED = {"con", "prn", "aux", "nul", *(f"{dev}{i}" for dev in ("com", "lpt") for i in range(1, 10))}
+# Windows device names, reserved with any extension ("con.txt.md" too), COM0/LPT0 and the superscript digits
+_RESERVED = {"con", "prn", "aux", "nul", "conin$", "conout$",
+             *(f"{dev}{i}" for dev in ("com", "lpt") for i in (*"0123456789", "\u00b9", "\u00b2", "\u00b3"))}
 _MAX_NAME_BYTES = 200  # file systems allow 255; leave room for ".md" and editor suffixes
 
 
@@ -42,14 +46,31 @@ def draft_filename(title: str, fallback: str) -> str:
     name = name.replace(":", " - ")   # "Projekt: Garten" -> "Projekt - Garten" (spaces are collapsed below)
     name = _ILLEGAL.sub("-", name)
     name = re.sub(r"\s+", " ", name).strip(" .-")  # leading dots would hide the file
-    name = name[:_MAX_NAME_BYTES]   # no more characters than bytes allowed: the loop below stays short
-    while len(name.encode("utf-8")) > _MAX_NAME_BYTES:
-        name = name[:-1].rstrip(" .-")
+    if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+        # cut, with a short hash of the whole title: two long titles that share their start stay two files
+        tag = " " + hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+        name = name[:_MAX_NAME_BYTES]   # no more characters than bytes allowed: the loop below stays short
+        while len(name.encode("utf-8")) > _MAX_NAME_BYTES - len(tag):
+            name = name[:-1]
+        name = name.rstrip(" .-") + tag
     if not name:
         name = fallback
-    if name.split(".")[0].casefold() in _RESERVED:
-        name = f"{name}_"
+    stem, dot, rest = name.partition(".")
+    if stem.rstrip(" ").casefold() in _RESERVED:
+        name = f"{stem}_{dot}{rest}"       # "con.txt" -> "con_.txt": the device name with any extension
     return f"{name}.md"
+
+
+def _twin(folder: Path, name: str) -> Path | None:
+    """An existing file in `folder` whose name equals `name` up to Unicode normalisation (NFC/NFD) and case:
+    the same note on macOS, Windows and in sync tools, so a draft must meet it as a conflict, not beside it."""
+    key = unicodedata.normalize("NFC", name).casefold()
+    try:
+        with os.scandir(folder) as entries:
+            return next((Path(e.path) for e in entries
+                         if e.name != name and unicodedata.normalize("NFC", e.name).casefold() == key), None)
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -91,7 +112,8 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
         raise safe_write.write_error(exc, _shown(root, target_dir)) from exc
     target_dir = _inside(root, target_dir, folder or "")  # again: a symlink may have appeared meanwhile
 
-    path = target_dir / draft_filename(draft.title, fallback=draft.note_id)
+    name = draft_filename(draft.title, fallback=draft.note_id)
+    path = _twin(target_dir, name) or target_dir / name
     if path.is_symlink():
         raise DraftError("a symlink is in the way of the draft", path=_shown(root, path),
                          hint="remove the symlink or rename the note")

@@ -99,7 +99,14 @@ def iter_markdown_stats(root: Path, exclude: list[str], issues: list[Issue] | No
                             issues.append(Issue("error" if is_note else "warning", rel, problem))
                         continue
                     if not is_note:
-                        continue       # a folder linked from inside the vault: its notes are read where they are
+                        # a folder linked from inside the vault: its notes are read where they are; a link to a
+                        # folder that holds it would be an endless path for any tool that follows it
+                        target = Path(os.path.realpath(path))
+                        if Path(os.path.realpath(folder)).is_relative_to(target):
+                            issues.append(Issue("warning", rel, f"folder symlink loop (links to "
+                                                f"{target.relative_to(real_root).as_posix() or '.'}/, which holds "
+                                                f"it); not followed, the notes there are read once where they are"))
+                        continue
                 if entry.is_dir(follow_symlinks=False):
                     subfolders.append(path)
                     continue
