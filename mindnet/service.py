@@ -340,6 +340,11 @@ class Mindnet:
         if "embedder" in self.__dict__ and self.embedder.cache.problem and \
                 self.embedder.cache.problem not in found:
             found.append(self.embedder.cache.problem)
+        if self.opened:
+            missing = [kind for kind in self.settings.collections if not self.store.exists(kind)]
+            if 0 < len(missing) < len(self.settings.collections):     # all missing: nothing imported yet
+                found.append(f"{self.store.location}: the {', '.join(missing)} collection is missing (deleted?); "
+                             f"`mindnet ingest` rebuilds it from the vault and the embedding cache")
         folder = self._local_folder()
         if folder is not None and folder.is_dir():
             guard = SpaceGuard(folder, self.settings.min_free_mb)

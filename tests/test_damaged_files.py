@@ -63,6 +63,18 @@ def test_a_deleted_collection_is_rebuilt_by_a_plain_ingest(folder: Path, capsys)
     assert (code, "notes 3, chunks 3" in out, "index OK" in out) == (0, True, True), out
 
 
+def test_a_server_says_a_deleted_collection_is_missing(folder: Path, fake_ollama) -> None:
+    shutil.rmtree(folder / "qdrant" / "t_notes")
+    mindnet = Mindnet(settings_of(folder, fake_ollama.url))
+    try:
+        mindnet.warm()
+        body = TestClient(create_app(mindnet)).get("/health").json()
+    finally:
+        mindnet.close()
+    assert body["status"] == "degraded", body
+    assert any("the notes collection is missing" in p and "`mindnet ingest`" in p for p in body["problems"]), body
+
+
 def garble_chunk_payloads(folder: Path) -> None:
     for page in (folder / "qdrant" / "t_chunks" / "segments").glob("*/payload_storage/*.dat"):
         with open(page, "r+b") as fh:
