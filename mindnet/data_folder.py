@@ -74,9 +74,17 @@ def move_aside(path: Path, companions: tuple[str, ...] = ("-wal", "-shm", "-jour
 _damage: dict[str, str] = {}     # files found damaged and moved aside in this process: file -> what was done
 
 
-def report_damage(path: Path, message: str) -> None:
-    """Remember, for /health and `mindnet check`, that `path` was found damaged and what was done about it."""
+def report_damage(path: Path, message: str) -> bool:
+    """Remember, for /health, that `path` was found damaged and what was done about it; False when this was
+    known already."""
+    new = _damage.get(str(path)) != message
     _damage[str(path)] = message
+    return new
+
+
+def clear_damage(path: Path) -> None:
+    """`path` was written anew: what was wrong with it is gone."""
+    _damage.pop(str(path), None)
 
 
 def damage_reports(folders: list[Path]) -> list[str]:

@@ -143,3 +143,19 @@ def test_a_garbled_conversations_file_does_not_stop_the_server(folder: Path, fak
     finally:
         mindnet.close()
     assert body["status"] == "degraded" and any(aside.name in p for p in body["problems"]), body
+
+
+def test_a_truncated_index_file_is_named_in_health_until_an_import_writes_it_anew(folder: Path, fake_ollama) -> None:
+    meta = folder / "qdrant" / "mindnet.json"
+    os.truncate(meta, 10)
+    mindnet = Mindnet(settings_of(folder, fake_ollama.url))
+    try:
+        mindnet.warm()
+        client = TestClient(create_app(mindnet))
+        body = client.get("/health").json()
+        assert body["status"] == "degraded" and any(f"{meta} is damaged" in p for p in body["problems"]), body
+        assert client.post("/ingest", json={}).status_code == 200
+        assert client.get("/health").json()["problems"] == []
+        assert check_index(mindnet.store).broken is False
+    finally:
+        mindnet.close()

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from mindnet.data_folder import private_dir
+from mindnet.data_folder import clear_damage, private_dir, report_damage
 from mindnet.errors import StoreError, StoreLockedError
 
 log = logging.getLogger(__name__)
@@ -203,13 +203,19 @@ class FolderMeta:
         except FileNotFoundError:
             return {"format": META_FORMAT, "prefixes": {}}
         except (OSError, ValueError) as exc:
-            self.problem = f"{self.path} is damaged ({exc}); the next import reads the whole vault again"
-            log.warning("%s", self.problem)
+            self._damaged(f"{self.path} is damaged ({exc}); `mindnet ingest` reads the whole vault again and "
+                          f"writes it anew")
             return {"format": META_FORMAT, "prefixes": {}}
         if not isinstance(data, dict) or not isinstance(data.get("prefixes"), dict):
-            self.problem = f"{self.path} is not a mindnet index file; the next import reads the whole vault again"
+            self._damaged(f"{self.path} is not a mindnet index file; `mindnet ingest` reads the whole vault again "
+                          f"and writes it anew")
             return {"format": META_FORMAT, "prefixes": {}}
         return data
+
+    def _damaged(self, problem: str) -> None:
+        if report_damage(self.path, problem):     # said once, not on every read
+            log.warning("%s", problem)
+        self.problem = problem
 
     def get(self, prefix: str) -> dict[str, Any]:
         entry = self.read()["prefixes"].get(prefix)
@@ -225,6 +231,8 @@ class FolderMeta:
                 entry[key] = value
         data["format"] = META_FORMAT
         write_json(self.path, data)
+        self.problem = None
+        clear_damage(self.path)
 
 
 def read_token(folder: Path, prefix: str) -> str | None:
