@@ -89,6 +89,20 @@ def eval_sample_questions(tmp: Path, questions: Path):
                           work_dir=tmp / "work")
 
 
+def import_vault(tmp: Path, ollama_url: str, files: dict[str, str | bytes], **overrides: object) -> Settings:
+    """`files` written as the vault under `tmp` and imported once with the fake Ollama; the settings used."""
+    from mindnet.service import Mindnet
+
+    write_vault(tmp / "vault", files)
+    settings = fake_settings(tmp, ollama_url, **overrides)
+    app = Mindnet(settings)
+    try:
+        app.ingest()
+    finally:
+        app.close()
+    return settings
+
+
 @contextmanager
 def imported_sample_vault(tmp: Path) -> Iterator[Settings]:
     """The sample vault imported and closed (a clean close writes the start file), with a fake Ollama serving

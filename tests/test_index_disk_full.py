@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers_disk import fill, tmpfs
-from helpers_vault import fake_settings, write_vault
+from helpers_vault import fake_settings, import_vault
 
 from mindnet.errors import DataWriteError
 from mindnet.indexing.integrity import check_index
@@ -26,12 +26,7 @@ VAULT = {"a.md": "# Alpha\n\nAlpha links [[Beta]].", "b.md": "# Beta\n\nBeta tex
 
 def test_an_import_below_the_free_space_limit_stops_and_the_next_one_finishes(tmp_path: Path, fake_ollama) -> None:
     """The limit set above the disk's free space: the same stop a nearly full disk gives, without a mount."""
-    write_vault(tmp_path / "vault", VAULT)
-    app = Mindnet(fake_settings(tmp_path, fake_ollama.url))
-    try:
-        app.ingest()
-    finally:
-        app.close()
+    import_vault(tmp_path, fake_ollama.url, VAULT)
     (tmp_path / "vault" / "d.md").write_text("# Delta\n\nDelta links [[Alpha]].", encoding="utf-8")
     (tmp_path / "vault" / "b.md").write_text("# Beta\n\nBeta text, changed.", encoding="utf-8")
     above = free_bytes(tmp_path) / MB + 1024

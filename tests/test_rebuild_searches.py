@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from helpers_process import kill_after_writes, run_child
-from helpers_vault import fake_settings, write_vault
+from helpers_vault import fake_settings, import_vault
 
 from mindnet.api import create_app
 from mindnet.errors import IndexRebuildingError
@@ -24,12 +24,7 @@ VAULT = {f"n{i:02}.md": f"# Note {i}\n\nText of note {i}, linked to [[n{(i + 1) 
 
 @pytest.fixture
 def imported(tmp_path: Path, fake_ollama) -> Path:
-    write_vault(tmp_path / "vault", VAULT)
-    app = Mindnet(fake_settings(tmp_path, fake_ollama.url))
-    try:
-        app.ingest()
-    finally:
-        app.close()
+    import_vault(tmp_path, fake_ollama.url, VAULT)
     return tmp_path
 
 
