@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -101,10 +102,22 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
     Content-Security-Policy); `bind_host` is the address `mindnet serve` listens on (a name given there is an
     allowed Host). `/docs` and `/redoc` exist with MINDNET_API_DOCS=true (`mindnet.api_docs`)."""
     # FastAPI's own /docs and /redoc load from public CDNs: mindnet serves its own, from this machine, on request
+    mindnet = mindnet or Mindnet.from_env()
+    # agents: the MCP server over streamable HTTP at /mcp, on the same open index (mindnet.agents.mcp_server)
+    from mindnet.agents.mcp_server import McpEndpoint
+    mcp = McpEndpoint(mindnet)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mcp.running():
+            yield
+
     app = FastAPI(title="mindnet", description="Graph-aware retrieval and chat over a Markdown vault",
-                  docs_url=None, redoc_url=None)
-    app.state.mindnet = mindnet or Mindnet.from_env()
+                  docs_url=None, redoc_url=None, lifespan=lifespan)
+    app.state.mindnet = mindnet
     settings = app.state.mindnet.settings
+    for path in ("/mcp", "/mcp/"):
+        app.add_route(path, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
 
     @app.exception_handler(MindnetError)
     async def _mindnet_error(_: Request, exc: MindnetError) -> JSONResponse:

@@ -1,4 +1,5 @@
-"""mindnet's command line: init | ingest | dry-run | check | query | suggest | eval | serve | feedback-report.
+"""mindnet's command line: init | ingest | dry-run | check | query | suggest | eval | serve | watch | mcp |
+feedback-report.
 
 Translates arguments into calls on core objects and renders their results; no logic of its own.
 """
@@ -510,6 +511,33 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- mcp
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if args.read_only:
+        settings = settings.model_copy(update={"mcp_read_only": True})
+    if args.print_config:
+        from mindnet.agents.client_config import WHERE, client_config
+        try:
+            config = client_config(args.print_config, settings, url=args.url)
+        except ValueError as exc:
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+            return 2
+        err_console.print(f"# {WHERE[args.print_config]}", highlight=False)
+        sys.stdout.write(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    from mindnet.agents.mcp_server import run_stdio
+    from mindnet.service import Mindnet
+    mindnet = Mindnet(settings)
+    try:
+        run_stdio(mindnet)
+    finally:
+        mindnet.close()
+    return 0
+
+
 # ---------------------------------------------------------------------------- init
 
 
@@ -539,7 +567,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": cmd_init,
     "suggest": cmd_suggest,
     "ingest": cmd_ingest, "dry-run": cmd_dry_run, "check": cmd_check, "query": cmd_query, "eval": cmd_eval,
-    "serve": cmd_serve, "watch": cmd_watch, "feedback-report": cmd_feedback_report,
+    "serve": cmd_serve, "watch": cmd_watch, "feedback-report": cmd_feedback_report, "mcp": cmd_mcp,
 }
 
 
@@ -626,6 +654,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-confidence", type=float, default=0.0, help="with --apply: skip suggestions below this")
     p.add_argument("--yes", action="store_true", help="with --apply: write without asking")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("mcp", help="serve the vault to agents (Claude, Cursor, VS Code) over MCP on stdin/stdout")
+    p.add_argument("--read-only", action="store_true", help="no write tools (also MINDNET_MCP_READ_ONLY=1)")
+    p.add_argument("--print-config", choices=["claude", "cursor", "vscode"],
+                   help="print the JSON snippet that client's MCP configuration takes, and exit")
+    p.add_argument("--url", help="with --print-config: a running `mindnet serve` (e.g. http://127.0.0.1:8001), "
+                                 "reached at <url>/mcp, instead of starting `mindnet mcp`")
 
     p = sub.add_parser("feedback-report", help="summarise the ratings per strategy and per note (data flywheel)")
     p.add_argument("--json", action="store_true")

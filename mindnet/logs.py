@@ -173,7 +173,7 @@ class SearchRecord(BaseModel):
     query_text: str
     timestamp: str = Field(default_factory=utc_now_iso)
     mode: str
-    source: Literal["query", "chat"]
+    source: Literal["query", "chat", "mcp", "agent"]
     strategy: str | None = None
     hits: list[SearchHit] = Field(default_factory=list)
 
@@ -221,7 +221,7 @@ class FlywheelLogs:
         self._known_offset = 0  # bytes of search_history already read into _known_ids
         self._unlogged: dict[str, str] = {}     # query_id -> why its search could not be logged
 
-    def record_search(self, query_text: str, *, mode: str, source: Literal["query", "chat"],
+    def record_search(self, query_text: str, *, mode: str, source: Literal["query", "chat", "mcp", "agent"],
                       hits: Iterable[SearchHit | Mapping[str, Any]] = (), strategy: str | None = None,
                       query_id: str | None = None) -> str:
         """Log one search (its hits as shown) and return its query_id for later feedback. A search the disk

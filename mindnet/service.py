@@ -185,19 +185,20 @@ class Mindnet:
         return self.logs.record_search(request.query, mode=result.query.mode, source=source, hits=hits,
                                        strategy=strategy)
 
-    def query(self, request: QueryRequest) -> dict:
-        """Search, log, and return the JSON-able result (query_id, hits with breakdowns and explanations)."""
+    def query(self, request: QueryRequest, *, source: str = "query") -> dict:
+        """Search, log (as coming from `source`: query, mcp, agent), and return the JSON-able result (query_id,
+        hits with breakdowns and explanations)."""
         with self._first_import_note(), self._noting_damage():
             result = self.retriever.search(request)
-        return self._result(request, result)
+        return self._result(request, result, source)
 
-    async def aquery(self, request: QueryRequest) -> dict:
+    async def aquery(self, request: QueryRequest, *, source: str = "query") -> dict:
         with self._first_import_note(), self._noting_damage():
             result = await self.retriever.asearch(request)
-        return self._result(request, result)
+        return self._result(request, result, source)
 
-    def _result(self, request: QueryRequest, result: RetrievalResult) -> dict:
-        out = result_dict(result, query_id := self.record(request, result), explain=request.explain)
+    def _result(self, request: QueryRequest, result: RetrievalResult, source: str) -> dict:
+        out = result_dict(result, query_id := self.record(request, result, source=source), explain=request.explain)
         if why := self.logs.unlogged(query_id):
             out["warnings"] = [f"search history not written, so this search cannot be rated: {why}"]
         return out

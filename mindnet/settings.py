@@ -432,6 +432,9 @@ class Settings(BaseModel):
     allowed_hosts: list[str] = Field(default_factory=list, description="Host names besides loopback and IPs")
     api_docs: bool = Field(False, description="serve the API's /docs and /redoc (from this machine; needs the "
                            "'docs' extra: pip install 'mindnet[docs]')")
+    # agents (`mindnet mcp`, `mindnet.agents`): the write tools can be switched off; one write is at most this big
+    mcp_read_only: bool = Field(False, description="agents may search and read, but not write into the vault")
+    mcp_max_write_bytes: int = Field(200_000, ge=1_000, description="largest text an agent may write in one call")
     _local_config: Path = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:

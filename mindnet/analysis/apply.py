@@ -23,11 +23,16 @@ BACKUP_DIR = safe_write.BACKUP_DIR
 
 def edge_block(links: Sequence[LinkSuggestion]) -> str:
     """`> [!edge] kind: [[A]] [[B]]` for the first kind, `> kind: [[C]]` for each further one."""
+    return callout_block([(link.relation.kind, link.link_text) for link in links])
+
+
+def callout_block(links: Sequence[tuple[str, str]]) -> str:
+    """The `> [!edge]` block for (kind, link text) pairs, one line per kind in the order first given."""
     kinds: dict[str, list[str]] = {}
-    for link in links:
-        targets = kinds.setdefault(link.relation.kind, [])
-        if link.link_text not in targets:
-            targets.append(link.link_text)
+    for kind, text in links:
+        targets = kinds.setdefault(kind, [])
+        if text not in targets:
+            targets.append(text)
     lines = []
     for i, (kind, targets) in enumerate(kinds.items()):
         lead = "> [!edge] " if i == 0 else "> "
@@ -55,6 +60,11 @@ class EdgePlan:
 def plan_edges(vault_root: Path, rel_path: str, links: Sequence[LinkSuggestion]) -> EdgePlan:
     if not links:
         raise VaultError("no edges to write", path=rel_path, hint="pick at least one suggestion")
+    return append_plan(vault_root, rel_path, edge_block(links))
+
+
+def append_plan(vault_root: Path, rel_path: str, block: str) -> EdgePlan:
+    """The note with `block` appended after one blank line, in the file's own line endings."""
     path = Path(vault_root) / rel_path
     try:
         data = path.read_bytes()
@@ -62,7 +72,7 @@ def plan_edges(vault_root: Path, rel_path: str, links: Sequence[LinkSuggestion])
     except (OSError, UnicodeDecodeError) as exc:
         raise VaultError(f"cannot read the note: {exc}", path=rel_path) from exc
     nl = "\r\n" if "\r\n" in old else "\n"     # keep the file's own line endings
-    block = edge_block(links).replace("\n", nl)
+    block = block.replace("\r\n", "\n").replace("\n", nl)
     new = old.rstrip("\r\n") + nl + nl + block + nl
     return EdgePlan(path=path, rel_path=rel_path, old=old, new=new, version=safe_write.version_of(data))
 

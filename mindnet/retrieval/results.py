@@ -49,3 +49,47 @@ def result_dict(result: RetrievalResult, query_id: str, *, explain: bool = True)
     if result.notes is not None:
         out["notes"] = [h.model_dump() for h in result.notes]
     return out
+
+
+def _three(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) and not isinstance(value, bool) else "-"
+
+
+def _number(b: Mapping[str, Any], key: str) -> float | None:
+    v = b.get(key)
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+EDGE_WORDS = {"references": "wikilink", "mentions": "mentions its title", "depends_on": "depends on",
+              "related_to": "related", "belongs_to": "part of", "part_of": "part of", "blocks": "blocks",
+              "supports": "supports", "contradicts": "contradicts", "next": "next", "prev": "previous"}
+
+
+def edge_words(kind: object) -> str:
+    return EDGE_WORDS.get(str(kind), str(kind).replace("_", " "))
+
+
+def plain_reasons(hit: Mapping[str, Any], limit: int = 4) -> list[str]:
+    """Why this source, in plain words: how well it matched, whether the graph found it, its links."""
+    b = hit.get("score_breakdown") or {}
+    expl = hit.get("explanation") or {}
+    out = []
+    if _number(b, "semantic") is not None:
+        out.append(f"matches your question (similarity {_three(b.get('semantic'))})")
+    if expl.get("via_graph"):
+        out.append("found through the links of the best matches, not by the text search")
+    if (_number(b, "centrality_bonus") or 0) >= 0.5:   # PageRank in the result subgraph, max 1
+        out.append("central among the found notes (many of them link to it)")
+    for e in list(expl.get("incoming") or [])[:limit]:
+        at = f", to its section '{e['section']}'" if e.get("section") else ""
+        out.append(f"linked from '{e.get('other_title') or e.get('other_id')}'{at} ({edge_words(e.get('kind'))})")
+    for e in list(expl.get("outgoing") or [])[:limit]:
+        at = f"the section '{e['section']}' of " if e.get("section") else ""
+        out.append(f"links to {at}'{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
+    more = sum(max(len(expl.get(k) or []) - limit, 0) for k in ("incoming", "outgoing"))
+    if more:
+        out.append(f"and {more} more link{'s' if more != 1 else ''} (see the details)")
+    for p in hit.get("passages") or []:   # note-level results: the note's other matching passages
+        if isinstance(p, Mapping) and p.get("heading_path"):
+            out.append(f"also matches in '{' > '.join(map(str, p['heading_path']))}'")
+    return out

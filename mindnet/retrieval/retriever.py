@@ -36,7 +36,7 @@ from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError, IndexRebuildingError
 from mindnet.indexing.sparse import SparseEncoder, text_language
 from mindnet.indexing.state import REBUILDING
-from mindnet.retrieval.graph import FanOut, GraphStats, LinkGraph, Subgraph, expand
+from mindnet.retrieval.graph import STRUCTURAL, FanOut, GraphStats, LinkGraph, Subgraph, expand
 from mindnet.retrieval.graph_file import open_graph
 from mindnet.retrieval.intent import type_vocabulary
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
@@ -186,6 +186,25 @@ class MindnetRetriever(BaseRetriever):
     def graph_stats(self) -> GraphStats:
         """Vault-wide link degrees and PageRank for hub damping (with the link graph)."""
         return self._link_graph().stats
+
+    def link_kinds(self) -> list[str]:
+        """The edge kinds between notes this index knows (structural chunk edges left out)."""
+        return sorted(k for k in self.known_edge_kinds if k not in STRUCTURAL)
+
+    def neighbourhood(self, note_ids: list[str], depth: int, edge_kinds: list[str] | None = None,
+                      max_edges: int | None = None) -> Subgraph:
+        """The notes and resolved links `depth` hops around `note_ids` (in both directions) over `edge_kinds`
+        (default: every kind between notes), strongest links first, at most `max_edges` (agents' `related`)."""
+        kinds = list(edge_kinds) if edge_kinds else self.link_kinds()
+        with self._lock:
+            graph = self._link_graph()
+            return expand(graph.index, note_ids, depth, kinds, stats=graph.stats,
+                          caps=FanOut(per_note=None, per_query=max_edges))
+
+    def note_titles(self) -> dict[str, str]:
+        """Every indexed note's title by note id (from the link graph)."""
+        with self._lock:
+            return self._link_graph().titles
 
     def vectors_changed(self) -> None:
         """Dense vectors were added (phase 2 of an import): recount the chunks still without one."""

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from markdown_it import MarkdownIt
 
 from mindnet.chat.engine import ChatRequest, ChatTurn
-from mindnet.retrieval.results import shown_name, written_title
+from mindnet.retrieval.results import plain_reasons, shown_name, written_title
 
 _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+!|~>:$])")   # ':' starts a directive, '$' math
 MAX_EDGES = 8
@@ -163,41 +163,6 @@ def breakdown_rows(b: Mapping[str, Any] | None) -> list[dict[str, str]]:
          "weight": _fmt(b.get("centrality_weight")), "value": _fmt(b.get("centrality_term"))},
         {"term": "total", "input": "", "weight": "", "value": _fmt(b.get("total"))},
     ]
-
-
-EDGE_WORDS = {"references": "wikilink", "mentions": "mentions its title", "depends_on": "depends on",
-              "related_to": "related", "belongs_to": "part of", "part_of": "part of", "blocks": "blocks",
-              "supports": "supports", "contradicts": "contradicts", "next": "next", "prev": "previous"}
-
-
-def edge_words(kind: object) -> str:
-    return EDGE_WORDS.get(str(kind), str(kind).replace("_", " "))
-
-
-def plain_reasons(hit: Mapping[str, Any], limit: int = 4) -> list[str]:
-    """Why this source, in plain words: how well it matched, whether the graph found it, its links."""
-    b = hit.get("score_breakdown") or {}
-    expl = hit.get("explanation") or {}
-    out = []
-    if _num(b, "semantic") is not None:
-        out.append(f"matches your question (similarity {_fmt(b.get('semantic'))})")
-    if expl.get("via_graph"):
-        out.append("found through the links of the best matches, not by the text search")
-    if (_num(b, "centrality_bonus") or 0) >= 0.5:   # PageRank in the result subgraph, max 1
-        out.append("central among the found notes (many of them link to it)")
-    for e in list(expl.get("incoming") or [])[:limit]:
-        at = f", to its section '{e['section']}'" if e.get("section") else ""
-        out.append(f"linked from '{e.get('other_title') or e.get('other_id')}'{at} ({edge_words(e.get('kind'))})")
-    for e in list(expl.get("outgoing") or [])[:limit]:
-        at = f"the section '{e['section']}' of " if e.get("section") else ""
-        out.append(f"links to {at}'{e.get('other_title') or e.get('other_id')}' ({edge_words(e.get('kind'))})")
-    more = sum(max(len(expl.get(k) or []) - limit, 0) for k in ("incoming", "outgoing"))
-    if more:
-        out.append(f"and {more} more link{'s' if more != 1 else ''} (see the details)")
-    for p in hit.get("passages") or []:   # note-level results: the note's other matching passages
-        if isinstance(p, Mapping) and p.get("heading_path"):
-            out.append(f"also matches in '{' > '.join(map(str, p['heading_path']))}'")
-    return out
 
 
 def rule_details(hit: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,7 @@
+"""mindnet for agents: the vault's tools (`VaultTools`), served over MCP (`mindnet mcp`, `/mcp` in `mindnet serve`)
+and as LlamaIndex tools (`mindnet_tools()`)."""
+
+from mindnet.agents.llama import mindnet_tools
+from mindnet.agents.tools import SPECS, ToolSpec, VaultTools
+
+__all__ = ["SPECS", "ToolSpec", "VaultTools", "mindnet_tools"]

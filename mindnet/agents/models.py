@@ -1,0 +1,105 @@
+"""The agent tools' inputs: strict models whose JSON schemas and field descriptions are what a model reads.
+
+Limits are part of the schema (a model sees them before it calls), and the same models check the call again
+(`VaultTools.call`), so a client that skips schema validation gets the same answer.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+
+NoteRef = Field(min_length=1, max_length=1000, description=(
+    "the note: its vault path ('concepts/qdrant.md'), its id, its title or one of its aliases"))
+
+
+class ToolInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchInput(ToolInput):
+    query: str = Field(min_length=1, max_length=2000, description="what to look for, in the user's words")
+    mode: Literal["semantic", "hybrid"] | None = Field(
+        None, description="hybrid (default): meaning + keywords + the link graph; semantic: meaning only")
+    top_k: StrictInt = Field(8, ge=1, le=50, description="notes to return")
+    types: list[str] = Field(default_factory=list, max_length=20,
+                             description="only notes of these types (e.g. concept, decision, project)")
+    tags: list[str] = Field(default_factory=list, max_length=20, description="only notes with one of these tags")
+    folder: str | None = Field(None, max_length=500, description="only notes below this vault folder")
+    depth: StrictInt | None = Field(None, ge=0, le=3, description=(
+        "link hops the search follows from its best hits (0: none; default: the configured depth)"))
+
+
+class ReadNoteInput(ToolInput):
+    note: str = NoteRef
+    max_chars: StrictInt = Field(20_000, ge=100, le=500_000, description=(
+        "the Markdown is cut after this many characters (`truncated` says so)"))
+
+
+class RelatedInput(ToolInput):
+    note: str | None = Field(None, max_length=1000, description=(
+        "start from this note (path, id, title or alias); give `note` or `query`"))
+    query: str | None = Field(None, max_length=2000, description="start from the best notes for this question")
+    depth: StrictInt = Field(1, ge=1, le=3, description="link hops from the start")
+    edge_kinds: list[str] = Field(default_factory=list, max_length=20, description=(
+        "follow only these link kinds (e.g. references, depends_on, related_to, mentions); default: all"))
+    limit: StrictInt = Field(30, ge=1, le=200, description="notes returned, nearest and strongest first")
+
+    @model_validator(mode="after")
+    def _one_start(self) -> RelatedInput:
+        if bool((self.note or "").strip()) == bool((self.query or "").strip()):
+            raise ValueError("give exactly one of `note` (a note to start from) or `query` (a question)")
+        return self
+
+
+class SuggestLinksInput(ToolInput):
+    note: str | None = Field(None, max_length=1000, description="an indexed note to analyse (path, id or title)")
+    text: str | None = Field(None, description="or a Markdown draft to analyse (nothing is saved)")
+    limit: StrictInt = Field(10, ge=1, le=50, description="link suggestions returned")
+    llm: StrictBool = Field(False, description="let the local LLM choose relation kinds (slower); default: rules")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SuggestLinksInput:
+        if bool((self.note or "").strip()) == bool((self.text or "").strip()):
+            raise ValueError("give exactly one of `note` (an indexed note) or `text` (a draft)")
+        return self
+
+
+class WriteNoteInput(ToolInput):
+    markdown: str = Field(min_length=1, description=(
+        "the whole note: optional YAML frontmatter (title, type, tags, aliases, ...) and the Markdown body; "
+        "the title (frontmatter or first heading) names the file; [[wikilinks]] to other notes are resolved"))
+    note_type: str | None = Field(None, max_length=100, description=(
+        "the note's type (it decides the folder); default: the frontmatter's `type`, else the vault's default"))
+    overwrite: StrictBool = Field(False, description=(
+        "replace an existing note of the same name; needs `replaces`; the old text is kept as a backup"))
+    replaces: str | None = Field(None, pattern="^[0-9a-f]{64}$", description=(
+        "with overwrite: the `version` of the note you replace (read_note or the refusal gives it); a note "
+        "changed since is not overwritten"))
+
+
+class AppendInput(ToolInput):
+    note: str = NoteRef
+    markdown: str = Field(min_length=1, description="the text appended at the end of the note (Markdown)")
+    version: str | None = Field(None, pattern="^[0-9a-f]{64}$", description=(
+        "the note's `version` as you read it: refused if the note changed since (recommended)"))
+
+
+class LinkToAdd(ToolInput):
+    target: str = Field(min_length=1, max_length=1000, description="the note to link to (path, id, title, alias)")
+    kind: str = Field("related_to", min_length=1, max_length=100, description=(
+        "the relation: references, related_to, depends_on, supports, contradicts, part_of, blocks, inspired_by"))
+
+
+class AddLinksInput(ToolInput):
+    note: str = NoteRef
+    links: list[LinkToAdd] = Field(min_length=1, max_length=50, description="the typed links to add")
+    version: str | None = Field(None, pattern="^[0-9a-f]{64}$", description=(
+        "the note's `version` as you read it: refused if the note changed since"))
+
+
+class RecentChangesInput(ToolInput):
+    since: str = Field("24h", max_length=40, description=(
+        "an ISO date or time ('2026-11-30', '2026-11-30T08:00:00Z') or a span back from now ('90m', '24h', '7d')"))
+    limit: StrictInt = Field(50, ge=1, le=500, description="notes returned, newest first")
