@@ -31,6 +31,8 @@ _EXPORTS = {
     "open_store": "mindnet.store.factory",
     "Store": "mindnet.store.engine",
     "MindnetError": "mindnet.errors",
+    "mindnet_tools": "mindnet.agents.llama",
+    "VaultTools": "mindnet.agents.tools",
 }
 
 __all__ = sorted(_EXPORTS)

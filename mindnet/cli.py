@@ -324,6 +324,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
     mindnet.check_free()   # an index folder another process holds is reported before the server starts
+    from mindnet.store.folder import serving_at
+    local = "127.0.0.1" if args.host in ("", "0.0.0.0", "::", "[::]") else args.host
+    serving_at(f"http://{'[' + local + ']' if ':' in local else local}:{port}")   # `mindnet mcp` may use it
     from mindnet.security import exposure_warning
     warning = exposure_warning(args.host, mindnet.settings.api_token)
     if warning:
@@ -531,6 +534,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from mindnet.agents.mcp_server import run_stdio
     from mindnet.service import Mindnet
     mindnet = Mindnet(settings)
+    folder = mindnet.index_folder
+    if folder is not None:
+        from mindnet.store.folder import holder_url
+        url = holder_url(folder)
+        if url:     # a `mindnet serve` holds the index: this process passes the client's calls on to its /mcp
+            from mindnet.agents.bridge import run_bridge
+            err_console.print(f"mindnet mcp: the index is held by the server at {url}; passing calls to {url}/mcp")
+            return run_bridge(f"{url}/mcp", token=settings.api_token)
     try:
         run_stdio(mindnet)
     finally:

@@ -166,6 +166,11 @@ class Mindnet:
         finally:
             self._warming = False
 
+    @property
+    def index_folder(self) -> Path | None:
+        """The embedded index folder this object opens, else None (a Qdrant server, or a store given to it)."""
+        return self._local_folder()
+
     def _local_folder(self) -> Path | None:
         """The embedded index folder this object opens itself, else None (a server, or a store given to it)."""
         if self.settings.qdrant_url or self._store is not None or str(self.settings.qdrant_path) == MEMORY:

@@ -5,8 +5,8 @@ import mindnet
 EXPECTED = [
     "Explanation", "Importer", "MarkdownNoteParser", "Mindnet", "MindnetError", "MindnetRetriever",
     "MindnetScorer", "QueryRequest", "RetrievalResult", "ScoreBreakdown", "Settings", "SparseEncoder", "Store",
-    "aggregate_by_note", "chunk_vector_store", "expand", "make_embedding", "make_llm", "open_store",
-    "read_vault", "rerank_head_tail",
+    "VaultTools", "aggregate_by_note", "chunk_vector_store", "expand", "make_embedding", "make_llm",
+    "mindnet_tools", "open_store", "read_vault", "rerank_head_tail",
 ]
 
 

@@ -130,18 +130,22 @@ def _public(mindnet: Mindnet):  # noqa: ANN202 - a str -> str function
 # --------------------------------------------------------------------------- stdio
 
 
-def run_stdio(mindnet: Mindnet) -> None:
-    """Serve MCP on this process's stdin/stdout until the client closes it. stdout carries only the protocol:
-    anything else printing to it (a library, a warning) goes to stderr instead."""
+def protocol_streams() -> tuple[anyio.AsyncFile[str], anyio.AsyncFile[str]]:
+    """This process's stdin and stdout for the protocol. From now on stdout carries only the protocol: anything
+    else printing to it (a library, a warning, a C extension) goes to stderr instead."""
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    tools = VaultTools(mindnet, source="mcp")
-    server = build_server(tools)
+    return (anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")),
+            anyio.wrap_file(TextIOWrapper(protocol, encoding="utf-8", write_through=True)))
+
+
+def run_stdio(mindnet: Mindnet) -> None:
+    """Serve MCP on this process's stdin/stdout until the client closes it."""
+    server = build_server(VaultTools(mindnet, source="mcp"))
+    stdin, stdout = protocol_streams()
 
     async def main() -> None:
-        stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
-        stdout = anyio.wrap_file(TextIOWrapper(protocol, encoding="utf-8", write_through=True))
         async with stdio_server(stdin, stdout) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 

@@ -288,7 +288,7 @@ class VaultTools:
         out = {"source": (result.get("source") or {}).get("path"), "links": links,
                "type": result.get("type"), "tags": result.get("tags"), "duplicates": result.get("duplicates"),
                "llm": result.get("llm")}
-        out["query_id"] = self._log(f"suggest_links {a.note or a.text[:80] if a.text else ''}", "suggest_links", [])
+        out["query_id"] = self._log(f"suggest_links {a.note or (a.text or '')[:80]}", "suggest_links", [])
         return out
 
     async def recent_changes(self, a: RecentChangesInput) -> dict[str, Any]:
@@ -382,7 +382,7 @@ class VaultTools:
                 raise NoteChangedError(f"{note.path} changed since you read it (version {plan.version} now); "
                                        f"nothing was written", path=note.path,
                                        hint="read_note again and append to the text as it is now",
-                                       current=plan.old, version=plan.version)
+                                       expected=version, current=plan.old.encode("utf-8"), version=plan.version)
             limit = m.settings.types.max_file_bytes
             if len(plan.new.encode("utf-8")) > limit:
                 raise VaultError(f"the note would be {len(plan.new.encode('utf-8'))} bytes, over the import's "

@@ -152,8 +152,35 @@ class FolderClaim:
             os.close(held.fd)
 
 
+_serving_at: str | None = None      # this process serves HTTP here (`mindnet serve`): said in the holder file
+
+
+def serving_at(url: str) -> None:
+    """Say in the holder file of every folder this process holds (now or later) that it serves at `url`, so
+    another process that finds the folder held can use this server instead (`mindnet mcp` does)."""
+    global _serving_at
+    _serving_at = url
+    with _claims_lock:
+        held = [Path(key) for key in _claims]
+    for folder in held:
+        _write_holder(folder)
+
+
+def holder_url(folder: Path) -> str | None:
+    """The URL the process holding `folder` serves at, when another live process holds it and said so."""
+    if held_by_other(folder) is None:
+        return None
+    try:
+        url = json.loads((Path(folder) / HOLDER_FILE).read_text()).get("url")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return url if isinstance(url, str) and url.startswith(("http://", "https://")) else None
+
+
 def _write_holder(folder: Path) -> None:
     info = {"pid": os.getpid(), "command": " ".join(sys.argv)[:200], "started": time.time()}
+    if _serving_at:
+        info["url"] = _serving_at
     try:
         write_json(folder / HOLDER_FILE, info)
     except OSError as exc:      # a full disk: the lock still holds, a second process just learns less
