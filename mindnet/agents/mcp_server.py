@@ -74,6 +74,10 @@ def build_server(tools: VaultTools) -> Server:
             log.info("tool %s refused: %s", name, exc)
             return types.CallToolResult(isError=True, content=[types.TextContent(
                 type="text", text=tool_error(exc, public))])
+        except Exception as exc:  # noqa: BLE001 - a bug: the log gets the traceback, the model one line
+            log.error("tool %s failed", name, exc_info=exc)
+            return types.CallToolResult(isError=True, content=[types.TextContent(
+                type="text", text=f"internal error in {name} ({type(exc).__name__}); see the mindnet log")])
         text = json.dumps(data, ensure_ascii=False, default=str)
         return [types.TextContent(type="text", text=public(text))], data
 
@@ -99,7 +103,10 @@ def build_server(tools: VaultTools) -> Server:
         text = str(uri)
         if not text.startswith(NOTE_URI):
             raise NoteNotFoundError(f"{text[:200]} is not a mindnet note; use {NOTE_URI}<vault path>")
-        data = await tools.call("read_note", {"note": unquote(text[len(NOTE_URI):]), "max_chars": 500_000})
+        try:
+            data = await tools.call("read_note", {"note": unquote(text[len(NOTE_URI):]), "max_chars": 500_000})
+        except (MindnetError, ValidationError) as exc:      # the client gets the message, server paths hidden
+            raise ValueError(tool_error(exc, public)) from None
         return [ReadResourceContents(content=data["markdown"], mime_type="text/markdown")]
 
     @server.list_prompts()

@@ -387,7 +387,8 @@ class VaultTools:
             if len(plan.new.encode("utf-8")) > limit:
                 raise VaultError(f"the note would be {len(plan.new.encode('utf-8'))} bytes, over the import's "
                                  f"limit of {limit}", path=note.path, hint="append less, or start a new note")
-            return write_plan(plan, root)
+            return write_plan(plan, root, hint="the note changed just now: read_note again, then repeat the call "
+                                               "with its new version")
 
         backup = await asyncio.to_thread(write)
         report = (await m.aingest()).as_dict()

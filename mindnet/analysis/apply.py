@@ -77,12 +77,12 @@ def append_plan(vault_root: Path, rel_path: str, block: str) -> EdgePlan:
     return EdgePlan(path=path, rel_path=rel_path, old=old, new=new, version=safe_write.version_of(data))
 
 
-def write_plan(plan: EdgePlan, vault_root: Path) -> Path:
+def write_plan(plan: EdgePlan, vault_root: Path, *, hint: str | None = None) -> Path:
     """Replace the note with the planned text if it is still the text the plan was made from; returns the backup
     of the replaced text. Raises NoteChangedError (it changed since: nothing written) or VaultWriteError."""
     return safe_write.replace(plan.path, plan.new.encode("utf-8"), expected=plan.version, root=Path(vault_root),
-                              hint="run `mindnet suggest` again: the suggestions and the diff were made from the "
-                                   "older text")
+                              hint=hint or "run `mindnet suggest` again: the suggestions and the diff were made "
+                                           "from the older text")
 
 
 def select_links(links: Sequence[LinkSuggestion], picks: str | None, min_confidence: float = 0.0
