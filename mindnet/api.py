@@ -32,11 +32,13 @@ from mindnet.errors import (
     IndexRebuildingError,
     InputTooLargeError,
     LLMUnavailableError,
+    MassDeleteError,
     MindnetError,
     NoteChangedError,
     NoteNotFoundError,
     QueryError,
     StoreLockedError,
+    VaultMismatchError,
     VaultWriteError,
 )
 from mindnet.retrieval.query import QueryRequest
@@ -50,6 +52,7 @@ STATUS_OF: dict[type[MindnetError], int] = {
     QueryError: 422, ConfigError: 500, StoreLockedError: 503, DimensionMismatchError: 409, LLMUnavailableError: 503,
     EmptyIndexError: 409, ImportRunningError: 409, IndexRebuildingError: 503, InputTooLargeError: 413,
     NoteNotFoundError: 404, NoteChangedError: 409, VaultWriteError: 507, DataWriteError: 507,
+    VaultMismatchError: 409, MassDeleteError: 409,
 }
 
 
@@ -63,6 +66,8 @@ def _status(exc: MindnetError) -> int:
 class IngestRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     full: StrictBool = False   # "yes" or 1 must not start a full rebuild
+    confirm_deletes: StrictBool = Field(False, description=(
+        "delete even when over half of the index's notes are gone from the vault (else 409, nothing written)"))
 
 
 def vault_note(vault_root: Path, path: str) -> str | None:
@@ -169,7 +174,8 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
 
     @app.post("/ingest")
     async def ingest(request: IngestRequest | None = None) -> dict[str, Any]:
-        report = await app.state.mindnet.aingest(full=bool(request and request.full))
+        confirm = (lambda deleting, indexed: True) if request and request.confirm_deletes else None
+        report = await app.state.mindnet.aingest(full=bool(request and request.full), confirm_deletes=confirm)
         return report.as_dict()
 
     @app.get("/open", include_in_schema=False)

@@ -32,6 +32,8 @@ def _settings(args: argparse.Namespace) -> Settings:
     overrides = {}
     if getattr(args, "vault", None):
         overrides["vault_root"] = args.vault
+    if getattr(args, "index", None):
+        overrides["qdrant_path"] = args.index
     return Settings.from_env(**overrides)
 
 
@@ -116,7 +118,14 @@ def _ingest_with_progress(app, vault: Path, args: argparse.Namespace):
         def progress(done: int, total: int, path: str) -> None:
             bar.update(task, completed=done, total=total, description=path)
 
-        return app.ingest(vault, full=args.full, progress=progress)
+        def confirm(deleting: int, indexed: int) -> bool:
+            if args.yes:
+                return True
+            bar.stop()
+            return _confirm(f"delete {deleting} of the {indexed} notes in the index (the vault {vault} no longer "
+                            f"has them)?")
+
+        return app.ingest(vault, full=args.full, progress=progress, confirm_deletes=confirm)
 
 
 def cmd_dry_run(args: argparse.Namespace) -> int:
@@ -324,6 +333,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
     mindnet.check_free()   # an index folder another process holds is reported before the server starts
+    mindnet.check_vault()  # an index built from another vault: refused before anything imports into it
     from mindnet.store.folder import serving_at
     local = "127.0.0.1" if args.host in ("", "0.0.0.0", "::", "[::]") else args.host
     serving_at(f"http://{'[' + local + ']' if ':' in local else local}:{port}")   # `mindnet mcp` may use it
@@ -359,6 +369,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from mindnet.live import LiveIndex, Reimport
     from mindnet.service import Mindnet
     mindnet = Mindnet(_settings(args))
+    mindnet.check_vault()   # an index built from another vault: refused before anything imports into it
     _ = mindnet.store
 
     def show(r: Reimport) -> None:
@@ -595,6 +606,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="import the vault into Qdrant (incremental)")
     p.add_argument("vault", nargs="?", help="vault folder (default: MINDNET_VAULT_ROOT or the sample vault)")
     p.add_argument("--full", action="store_true", help="drop the index and rebuild it")
+    p.add_argument("--yes", action="store_true",
+                   help="delete without asking when over half of the index's notes are gone from the vault")
     p.add_argument("--strict", action="store_true", help="exit 1 when any note was skipped or warned about")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--verbose", dest="list_all", action="store_true",
@@ -673,6 +686,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--url", help="with --print-config: a running `mindnet serve` (e.g. http://127.0.0.1:8001), "
                                  "reached at <url>/mcp, instead of starting `mindnet mcp`")
 
+    index_help = "the index folder (default: MINDNET_QDRANT_PATH or ./data/qdrant); one index per vault"
+    for name in ("ingest", "check", "query", "serve", "watch", "suggest", "mcp"):
+        sub.choices[name].add_argument("--index", metavar="DIR", help=index_help)
+
     p = sub.add_parser("feedback-report", help="summarise the ratings per strategy and per note (data flywheel)")
     p.add_argument("--json", action="store_true")
     return parser
@@ -686,7 +703,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except MindnetError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        # one unwrapped line: paths and commands in it stay whole for copying (the terminal wraps it)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted: what was written is consistent; run the same command again to finish")

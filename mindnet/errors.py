@@ -16,6 +16,8 @@
     │   ├── DimensionMismatchError  collection built with another embedding size
     │   ├── EmptyIndexError  nothing imported yet
     │   ├── ImportRunningError  an import is already running in this process
+    │   ├── VaultMismatchError  the index was built from another vault (nothing is written)
+    │   ├── MassDeleteError  an import would delete over half of the index's notes, unconfirmed
     │   └── IndexRebuildingError  a full rebuild is writing the index (or stopped half-way): searches wait
     ├── DataWriteError       writing mindnet's data folder failed (disk full, read-only; names the file): what
     │                        was there before is intact
@@ -121,6 +123,21 @@ class EmptyIndexError(StoreError):
 
 class ImportRunningError(StoreError):
     pass
+
+
+class VaultMismatchError(StoreError):
+    """The index was built from another vault than the one this import reads: nothing is written (it would
+    replace that vault's notes)."""
+
+
+class MassDeleteError(StoreError):
+    """An import would delete more than half of the index's notes (a wrong or unmounted vault folder?) and was
+    not confirmed: nothing is written."""
+
+    def __init__(self, message: str, *, deleting: int, indexed: int) -> None:
+        super().__init__(message)
+        self.deleting = deleting
+        self.indexed = indexed
 
 
 class IndexRebuildingError(StoreError):

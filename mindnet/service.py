@@ -27,7 +27,14 @@ from mindnet.backends import (
     make_reranker,
 )
 from mindnet.data_folder import damage_reports
-from mindnet.errors import EmptyIndexError, ImportRunningError, IndexRebuildingError, MindnetError, StoreError
+from mindnet.errors import (
+    EmptyIndexError,
+    ImportRunningError,
+    IndexRebuildingError,
+    MindnetError,
+    StoreError,
+    VaultMismatchError,
+)
 from mindnet.indexing.pipeline import EmbeddingWorker, Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
@@ -39,7 +46,7 @@ from mindnet.settings import Settings
 from mindnet.store.collections import point_id
 from mindnet.store.engine import Store
 from mindnet.store.factory import MEMORY, needs_rebuild, open_store
-from mindnet.store.folder import held_by_other, locked_error, remove_legacy
+from mindnet.store.folder import held_by_other, locked_error, read_vault, remove_legacy
 from mindnet.store.space import MB, SpaceGuard
 
 if TYPE_CHECKING:
@@ -241,13 +248,42 @@ class Mindnet:
                                   f"so far); search works as soon as it has written the first notes, in a few "
                                   f"seconds") from exc
 
+    def recorded_vault(self) -> str | None:
+        """The vault this index was built from (its resolved path); None before the first complete import."""
+        folder = self._local_folder()
+        if folder is not None and not self.opened:
+            return read_vault(folder, self.settings.collection_prefix)
+        with self.index_lock:
+            return self.store.read_vault() if self.store.exists("notes") else None
+
+    def check_vault(self, vault: Path | None = None, *, full: bool = False) -> None:
+        """Raise VaultMismatchError when the index was built from another vault that still exists: importing this
+        one would replace its notes. A rebuild (`full`) is the way to do that on purpose; a vault that moved
+        (the recorded folder is gone) is followed."""
+        current = Path(vault or self.settings.vault_root).resolve()
+        recorded = self.recorded_vault()
+        if full or not recorded or Path(recorded) == current or not Path(recorded).is_dir():
+            return
+        where = self.store.location if self.opened else str(self._local_folder() or self.settings.qdrant_url)
+        raise VaultMismatchError(
+            f"the index {where} was built from the vault {recorded}, not from {current}; importing {current.name!r} "
+            f"into it would replace that vault's notes, so nothing was done. Give this vault an index of its own "
+            f"(--index DIR, or MINDNET_QDRANT_PATH=DIR), or set MINDNET_VAULT_ROOT={recorded} to go on with that "
+            f"one; to rebuild this index from {current.name!r} on purpose: mindnet ingest {current} --full")
+
     def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None,
-               should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (), embed: bool = True
-               ) -> ImportReport:
+               should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (), embed: bool = True,
+               confirm_deletes: Callable[[int, int], bool] | None = None) -> ImportReport:
         """Import the vault: phase 1 (one import at a time; a running one yields to this one between its
         batches), then with `embed` phase 2, unless a server's vector worker is embedding already (it picks the
-        new chunks up). Searches keep answering between the write steps of both."""
+        new chunks up). Searches keep answering between the write steps of both.
+
+        The index must have been built from this vault (`check_vault`), and an import that would delete more
+        than half of its notes asks `confirm_deletes(deleting, indexed)` first (None: refused,
+        MassDeleteError); nothing is written when either says no."""
         started = time.perf_counter()
+        vault = Path(vault or self.settings.vault_root)
+        self.check_vault(vault, full=full)
         embedder = self.embedder
         calls0, texts0, backend0 = embedder.calls, embedder.embedded, embedder.seconds
         self._wanted.set()
@@ -268,9 +304,9 @@ class Mindnet:
 
                 worker = EmbeddingWorker(importer) if beside else None
                 try:
-                    report = importer.run(Path(vault or self.settings.vault_root), full=full, progress=progress,
-                                          should_stop=stop, first=first, embed=False,
-                                          feed=worker.feed if worker else None)
+                    report = importer.run(vault, full=full, progress=progress, should_stop=stop, first=first,
+                                          embed=False, feed=worker.feed if worker else None,
+                                          confirm_deletes=confirm_deletes)
                 except BaseException:
                     if worker is not None:
                         worker.finish()
@@ -279,6 +315,7 @@ class Mindnet:
                     self._after_import()
                 if not report.stopped_early:    # a newer run is about to write again: it writes the graph
                     self._write_graph()
+                    self._record_vault(vault)
                     if full:
                         for key in ("index", "counts"):     # rebuilt: what was found damaged is gone
                             self._problems.pop(key, None)
@@ -306,20 +343,29 @@ class Mindnet:
             report.seconds_total = time.perf_counter() - started
         return report
 
+    def _record_vault(self, vault: Path) -> None:
+        """The index belongs to `vault` now. An unchanged import leaves the index closed: it is opened only when
+        the record must change (a first import by an older mindnet, a vault that moved)."""
+        if self.opened or self.recorded_vault() != str(vault.resolve()):
+            with self.index_lock:
+                if self.store.exists("notes"):
+                    self.store.write_vault(str(vault.resolve()))
+
     def fill_vectors(self, *, should_stop: Callable[[], bool] | None = None) -> ImportReport:
         """Phase 2 alone (a server's vector worker): embed every chunk still without a dense vector."""
         with self.vectors_lock:
             return self.importer.fill(should_stop=should_stop)
 
-    async def aingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None
-                      ) -> ImportReport:
+    async def aingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None,
+                      confirm_deletes: Callable[[int, int], bool] | None = None) -> ImportReport:
         """The import in a worker thread, so a server keeps answering (searches wait for the index)."""
         if self._importing:
             raise ImportRunningError("an import is already running in this process; wait for it to finish")
         self._importing = True
         try:
             self.last_counts = await asyncio.to_thread(self.counts)   # what /health shows meanwhile
-            return await asyncio.to_thread(self.ingest, vault, full=full, progress=progress)
+            return await asyncio.to_thread(self.ingest, vault, full=full, progress=progress,
+                                           confirm_deletes=confirm_deletes)
         finally:
             self._importing = False
 

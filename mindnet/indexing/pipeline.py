@@ -36,7 +36,7 @@ from pathlib import Path
 from llama_index.core.schema import TextNode
 
 from mindnet.backends import Embedder
-from mindnet.errors import StoreLockedError, VaultError
+from mindnet.errors import MassDeleteError, StoreLockedError, VaultError
 from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
 from mindnet.indexing.planning import (
     PIPELINE_VERSION,
@@ -69,6 +69,7 @@ BATCH_NOTES = 16            # notes written in one step; a save waits for at mos
 Progress = Callable[[int, int, str], None]
 RECORD_FIELDS = ["note_id", "fingerprint", "edges_hash", "chunk_ids", "edge_ids", "path", "title", "aliases",
                  "names"]
+MASS_DELETE_MIN = 10        # an import deleting more than half of the index (and at least this many) asks first
 MAX_URLS = 100              # external URLs listed in a note record (`url_count` counts them all)
 
 
@@ -194,6 +195,7 @@ class Importer:
         self._dim: int | None = None            # the backend's vector size, asked once per importer
         self._feed: VectorFeed | None = None    # during a run with an embedding worker beside phase 1
         self.rebuilding = False      # phase 1 of a full rebuild runs: searches are refused, not kept waiting
+        self._confirm_deletes: Callable[[int, int], bool] | None = None    # this run's answer to mass deletes
         self._fed: set[str] = set()             # notes whose texts this run handed to it
         self.overlap = True     # `run(embed=True)` embeds beside phase 1 (False: after it; benchmarks compare)
 
@@ -419,11 +421,15 @@ class Importer:
 
     async def arun(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
                    should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
-                   embed: bool = True, feed: VectorFeed | None = None) -> ImportReport:
+                   embed: bool = True, feed: VectorFeed | None = None,
+                   confirm_deletes: Callable[[int, int], bool] | None = None) -> ImportReport:
         """Phase 1 (notes, chunks, edges; no model), then, with `embed`, phase 2 (dense vectors, cache first).
         Notes at the paths in `first` are written first. `should_stop()` is asked between batches of either
-        phase: when it says yes, the run ends early and the next run continues where this one stopped."""
+        phase: when it says yes, the run ends early and the next run continues where this one stopped.
+        A run that would delete more than half of the indexed notes (at least MASS_DELETE_MIN) writes nothing
+        unless `confirm_deletes(deleting, indexed)` says yes (MassDeleteError)."""
         started = time.perf_counter()
+        self._confirm_deletes = confirm_deletes
         calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
         self.progress.start()
         report = ImportReport(vault=str(vault))
@@ -493,6 +499,18 @@ class Importer:
             raise
         report.seconds_phase1 = time.perf_counter() - start1
 
+    def _allow_deletes(self, vault: Path, deleting: int, indexed: int) -> None:
+        """More than half of the index deleted at once is more often a wrong or unmounted vault folder than a
+        clean-up: asked first (before anything is written), refused without an answer."""
+        if deleting < MASS_DELETE_MIN or deleting * 2 <= indexed:
+            return
+        if self._confirm_deletes is not None and self._confirm_deletes(deleting, indexed):
+            return
+        raise MassDeleteError(
+            f"this import would delete {deleting} of the {indexed} notes in the index: the vault {vault} no longer "
+            f"has them. Nothing was written. Is it the right vault folder, and is it mounted? If the notes are gone "
+            f"on purpose, confirm: `mindnet ingest --yes` (or answer y)", deleting=deleting, indexed=indexed)
+
     async def _write_plan(self, vault: Path, report: ImportReport, plan: VaultPlan | None,
                           state: IndexState | None, *, full: bool, progress: Progress | None,
                           should_stop: Callable[[], bool] | None, first: set[str] | frozenset, seen: int) -> None:
@@ -549,6 +567,8 @@ class Importer:
             # version
             gone = [nid for nid, old in stored.items()
                     if nid not in current and not skipped_now(old.get("path", ""), report.skipped)]
+        if not full:
+            self._allow_deletes(vault, len(gone), len(state.entries) if plan is not None and state else len(stored))
         # the notes an earlier run planned and did not write (it yielded to newer saves), unless planned again
         # now or gone: written after this run's own notes, their stored records read when their turn comes
         planned_ids = {p.note.note_id for p in planned}
@@ -747,9 +767,10 @@ class Importer:
 
     def run(self, vault: Path, *, full: bool = False, progress: Progress | None = None,
             should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (),
-            embed: bool = True, feed: VectorFeed | None = None) -> ImportReport:
+            embed: bool = True, feed: VectorFeed | None = None,
+            confirm_deletes: Callable[[int, int], bool] | None = None) -> ImportReport:
         return asyncio.run(self.arun(vault, full=full, progress=progress, should_stop=should_stop, first=first,
-                                     embed=embed, feed=feed))
+                                     embed=embed, feed=feed, confirm_deletes=confirm_deletes))
 
     def fill(self, *, should_stop: Callable[[], bool] | None = None,
              skip: set[str] | frozenset = frozenset()) -> ImportReport:

@@ -317,6 +317,14 @@ class EdgeStore(Store):
         self._meta.update(self.prefix, token=token or None)
         return True
 
+    def read_vault(self) -> str | None:
+        vault = self._meta.get(self.prefix).get("vault")
+        return vault if isinstance(vault, str) and vault else None
+
+    def write_vault(self, vault: str) -> None:
+        if self.read_vault() != vault:
+            self._meta.update(self.prefix, vault=vault)
+
     def close(self) -> None:
         if self._closed:
             return

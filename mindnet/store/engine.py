@@ -184,6 +184,13 @@ class Store(ABC):
     def write_token(self, token: str | None) -> bool:
         """Store the import token (None clears it); False when this store cannot keep one."""
 
+    def read_vault(self) -> str | None:
+        """The vault (its resolved path) the last complete import read into this index; None when not known."""
+        return None
+
+    def write_vault(self, vault: str) -> None:  # noqa: B027 - a store that cannot keep it knows no vault
+        """Record the vault a complete import read (an import of another vault into this index is refused)."""
+
     # ------------------------------------------------------------------ the rest
 
     @abstractmethod

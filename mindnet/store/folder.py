@@ -3,8 +3,8 @@
     <folder>/mindnet.lock          flock'd by the one process that has the folder open (one writer per folder)
     <folder>/mindnet.pid           which process that is: pid, command, start time (for the message a second
                                    process gets: "in use by process 4711 (mindnet serve, started ...)")
-    <folder>/mindnet.json          per collection prefix: the import token (`mindnet.indexing.state`) and the
-                                   chunks' vector size
+    <folder>/mindnet.json          per collection prefix: the import token (`mindnet.indexing.state`), the
+                                   chunks' vector size and the vault the index was built from
     <folder>/<prefix>_notes/ ...   one Qdrant Edge shard per collection (`mindnet.store.edge`)
     <folder>/<prefix>.graph.npz    the link graph beside them (`mindnet.retrieval.graph_file`)
 
@@ -217,7 +217,7 @@ def write_json(path: Path, data: Any) -> None:
 
 
 class FolderMeta:
-    """`mindnet.json`: per collection prefix its import token and vector size. A damaged file is reported and
+    """`mindnet.json`: per collection prefix its import token, vector size and vault. A damaged file is reported and
     treated as empty (the next import plans the whole vault again), never a traceback."""
 
     def __init__(self, folder: Path) -> None:
@@ -260,6 +260,12 @@ class FolderMeta:
         write_json(self.path, data)
         self.problem = None
         clear_damage(self.path)
+
+
+def read_vault(folder: Path, prefix: str) -> str | None:
+    """The vault the index of `prefix` in `folder` was built from (see `Store.read_vault`), without opening it."""
+    vault = FolderMeta(folder).get(prefix).get("vault") if (Path(folder) / META_FILE).is_file() else None
+    return vault if isinstance(vault, str) and vault else None
 
 
 def read_token(folder: Path, prefix: str) -> str | None:

@@ -32,6 +32,7 @@ from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Spa
 log = logging.getLogger(__name__)
 PAGE = 2000
 TOKEN_KEY = "mindnet_manifest"
+VAULT_KEY = "mindnet_vault"
 SCHEMAS = {"keyword": qm.PayloadSchemaType.KEYWORD, "bool": qm.PayloadSchemaType.BOOL}
 
 
@@ -228,6 +229,26 @@ class ServerStore(Store):
         except Exception as exc:  # noqa: BLE001 - see read_token
             log.info("cannot write the import token of %s: %s", self._names["notes"], exc)
             return False
+
+    def read_vault(self) -> str | None:
+        try:
+            if not self.exists("notes"):
+                return None
+            metadata = self.client.get_collection(self._names["notes"]).config.metadata or {}
+        except Exception as exc:  # noqa: BLE001 - see read_token
+            log.info("cannot read the vault of %s: %s", self._names["notes"], exc)
+            return None
+        vault = metadata.get(VAULT_KEY)
+        return vault if isinstance(vault, str) and vault else None
+
+    def write_vault(self, vault: str) -> None:
+        if self.read_vault() == vault:
+            return
+        try:
+            metadata = dict(self.client.get_collection(self._names["notes"]).config.metadata or {})
+            self.client.update_collection(self._names["notes"], metadata={**metadata, VAULT_KEY: vault})
+        except Exception as exc:  # noqa: BLE001 - see read_token
+            log.info("cannot write the vault of %s: %s", self._names["notes"], exc)
 
     def close(self) -> None:
         self.client.close()
