@@ -489,7 +489,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     if args.apply and "note" not in target:
         err_console.print("--apply writes into a note of the vault; give its path or id (a draft is never written)")
         return 2
-    mindnet = Mindnet(settings)
+    mindnet = Mindnet(settings, read_only=not args.apply)    # suggestions alone never create an index folder
     try:
         try:
             result = mindnet.analyze(**target, limit=args.limit, llm=False if args.no_llm else None)

@@ -158,3 +158,15 @@ def test_a_new_file_of_the_vault_not_imported_yet_is_analysed_at_its_place(env: 
     data = json.loads(capsys.readouterr().out)
     assert data["source"]["kind"] == "draft" and data["source"]["path"] == "tasks/neu.md"
     assert data["type"]["value"] == "task" and data["links"][0]["note_id"] == "qdrant"
+
+
+def test_suggest_without_an_index_creates_no_files(tmp_path: Path, fake_ollama, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Reading commands never create an index folder or a cache (issue 25, item 3): it names the folder."""
+    for key, value in {"EMBEDDING": "ollama", "OLLAMA_URL": fake_ollama.url, "QDRANT_PATH": tmp_path / "qdrant",
+                       "CACHE_DIR": tmp_path / "cache", "QDRANT_URL": "", "VAULT_ROOT": tmp_path / "vault"}.items():
+        monkeypatch.setenv(f"MINDNET_{key}", str(value))
+    write_vault(tmp_path / "vault", VAULT)
+    assert main(["suggest", "concepts/qdrant.md", "--no-llm"]) == 2
+    assert str(tmp_path / "qdrant") in capsys.readouterr().err.replace("\n", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vault"]
