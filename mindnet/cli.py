@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 from rich.console import Console
@@ -109,8 +110,48 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+PROGRESS_EVERY_S = 5.0     # without a terminal: one progress line this often
+
+
+def progress_line(p: dict) -> str:
+    """One plain line of an import's progress (logs and pipes, where no bar is drawn)."""
+    parts = [f"{p['phase'] or 'starting'}:", f"{p['notes_written']} of {p['notes_to_write'] or p['notes']} notes "
+             f"written" if p["notes_to_write"] else f"{p['notes']} notes read"]
+    if p["texts_total"]:
+        parts.append(f"{p['texts_embedded']} of {p['texts_total']} texts embedded")
+    if p["texts_per_s"]:
+        parts.append(f"{p['texts_per_s']:g} texts/s")
+    if p["eta_seconds"] is not None:
+        parts.append(f"about {p['eta_seconds']:.0f} s left")
+    return "importing " + parts[0] + " " + ", ".join(parts[1:])
+
+
+class _ProgressLines:
+    """A line every PROGRESS_EVERY_S seconds on stderr while the import runs, when stderr is no terminal."""
+
+    def __init__(self, app, every: float | None = None) -> None:  # noqa: ANN001 - a Mindnet
+        self.app, self.every = app, every or PROGRESS_EVERY_S
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mindnet-progress", daemon=True)
+
+    def __enter__(self) -> _ProgressLines:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._done.wait(self.every):
+            p = self.app.progress.as_dict()
+            if p["running"]:
+                print(progress_line(p), file=sys.stderr, flush=True)
+
+
 def _ingest_with_progress(app, vault: Path, args: argparse.Namespace):
-    with Progress(TextColumn("[bold]importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    lines = _ProgressLines(app) if not args.json and not err_console.is_terminal else nullcontext()
+    with lines, Progress(TextColumn("[bold]importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err_console, transient=True,
                   disable=args.json or not err_console.is_terminal) as bar:
         task = bar.add_task("", total=None)
