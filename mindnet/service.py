@@ -42,7 +42,7 @@ from mindnet.retrieval import graph_file
 from mindnet.retrieval.query import QueryRequest
 from mindnet.retrieval.results import hit_dict, result_dict
 from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
-from mindnet.settings import Settings
+from mindnet.settings import SAMPLE_VAULT, Settings
 from mindnet.store.collections import point_id
 from mindnet.store.engine import Store
 from mindnet.store.factory import MEMORY, needs_rebuild, open_store
@@ -59,6 +59,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# the bundled sample vault shows how problems are reported: said so, so that they are not taken for bugs
+SAMPLE_PLANTED = ("the sample vault has three problems on purpose, to show how mindnet reports them: the unknown "
+                  "type 'recipe' in Linsensuppe.md, the broken frontmatter of broken-frontmatter.md and the link to "
+                  "[[Zettelkasten Methode]], a note not written yet")
 DRAFT_BUDGET_S = 10.0   # seconds a server may spend reading one draft (a sane one takes milliseconds)
 
 
@@ -332,6 +336,8 @@ class Mindnet:
         finally:
             if beside:
                 self.vectors_lock.release()
+        if vault.resolve() == SAMPLE_VAULT.resolve():
+            report.notices.append(SAMPLE_PLANTED)
         if legacy and folder is not None and not report.stopped_early:
             freed = remove_legacy(folder)
             report.notices.append(f"the index was rebuilt with Qdrant Edge from the vault and the embedding cache; "

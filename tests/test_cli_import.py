@@ -147,3 +147,22 @@ def test_ingest_without_a_terminal_prints_progress_lines(env, fake_ollama, monke
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("importing ")]
     assert lines, "no progress line"
     assert any("texts embedded" in line for line in lines) or any("notes" in line for line in lines)
+
+
+def test_the_sample_vaults_planted_problems_are_said_to_be_planted(tmp_path, fake_ollama) -> None:
+    """Issue 25, item 6: the two warnings and the unresolved link of the sample vault are on purpose."""
+    from helpers_vault import fake_settings
+
+    from mindnet.service import Mindnet
+    from mindnet.settings import SAMPLE_VAULT
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url, vault_root=SAMPLE_VAULT))
+    try:
+        report = app.ingest().as_dict()
+    finally:
+        app.close()
+    planted = [n for n in report["notices"] if "on purpose" in n]
+    assert len(planted) == 1
+    for name in ("Linsensuppe.md", "broken-frontmatter.md", "Zettelkasten Methode"):
+        assert name in planted[0]
+    assert {u["target"] for u in report["unresolved_top"]} == {"Zettelkasten Methode"}
+    assert len(report["warnings"]) == 2
