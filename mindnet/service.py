@@ -263,10 +263,15 @@ class Mindnet:
     def check_vault(self, vault: Path | None = None, *, full: bool = False) -> None:
         """Raise VaultMismatchError when the index was built from another vault that still exists: importing this
         one would replace its notes. A rebuild (`full`) is the way to do that on purpose; a vault that moved
-        (the recorded folder is gone) is followed."""
+        (the recorded folder is gone) or was copied (most of the indexed notes are in this folder too, as with
+        a vault and its index restored or copied elsewhere) is followed."""
         current = Path(vault or self.settings.vault_root).resolve()
         recorded = self.recorded_vault()
         if full or not recorded or Path(recorded) == current or not Path(recorded).is_dir():
+            return
+        if self._same_notes(current):
+            log.info("the vault %s holds the notes of the index built from %s (a copy), or the index holds none: "
+                     "followed", current, recorded)
             return
         where = self.store.location if self.opened else str(self._local_folder() or self.settings.qdrant_url)
         raise VaultMismatchError(
@@ -274,6 +279,19 @@ class Mindnet:
             f"into it would replace that vault's notes, so nothing was done. Give this vault an index of its own "
             f"(--index DIR, or MINDNET_QDRANT_PATH=DIR), or set MINDNET_VAULT_ROOT={recorded} to go on with that "
             f"one; to rebuild this index from {current.name!r} on purpose: mindnet ingest {current} --full")
+
+    def _same_notes(self, vault: Path, sample: int = 50) -> bool:
+        """At least half of (up to `sample`) indexed notes are files of `vault` at the same paths, or the index
+        holds no notes (nothing to replace: a notes collection deleted is rebuilt from this vault)."""
+        paths: list[str] = []
+        with self.index_lock:
+            if self.store.exists("notes"):
+                for record in self.store.scroll("notes", payload=["path"]):
+                    paths.append(str(record.payload.get("path") or ""))
+                    if len(paths) >= sample:
+                        break
+        found = sum(1 for p in paths if p and (vault / p).is_file())
+        return 2 * found >= len(paths)
 
     def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None,
                should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (), embed: bool = True,

@@ -14,7 +14,7 @@ from helpers_vault import copy_sample_vault, fake_settings, write_types, write_v
 from llama_index.core import VectorStoreIndex
 from llama_index.embeddings.ollama import OllamaEmbedding
 
-from mindnet.errors import DimensionMismatchError, EmbeddingError, StoreLockedError, VaultError
+from mindnet.errors import DimensionMismatchError, EmbeddingError, StoreLockedError, VaultError, VaultMismatchError
 from mindnet.indexing.integrity import check_index
 from mindnet.retrieval.vector_store import chunk_vector_store
 from mindnet.service import Mindnet
@@ -424,8 +424,11 @@ def test_an_empty_vault_does_not_wipe_the_index(tmp_path, make_app) -> None:
     make_app().ingest()
     (tmp_path / "empty").mkdir()
     app = make_app()
-    with pytest.raises(VaultError, match="importing would delete them all"):
+    with pytest.raises(VaultMismatchError, match="was built from the vault"):     # another (empty) folder
         app.ingest(tmp_path / "empty")
+    (tmp_path / "vault" / "a.md").unlink()                                         # the vault itself emptied
+    with pytest.raises(VaultError, match="importing would delete them all"):
+        app.ingest()
     assert stored(app, "notes", "path") == ["a.md"]
     assert app.ingest(tmp_path / "empty", full=True).notes == 0
 

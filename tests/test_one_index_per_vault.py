@@ -84,30 +84,30 @@ def test_another_vault_is_refused_and_the_index_stays(tmp_path: Path, fake_ollam
 
 
 def test_the_cli_refuses_ingest_serve_and_watch_of_another_vault(tmp_path: Path, fake_ollama: FakeOllama) -> None:
-    a, b = _vaults(tmp_path)
-    env = _env(tmp_path, fake_ollama, MINDNET_VAULT_ROOT=str(a))
+    a, b = _vaults(tmp_path)      # b: the user's vault; a: a copy of the bundled sample vault
+    env = _env(tmp_path, fake_ollama, MINDNET_VAULT_ROOT=str(b))
     assert _cli(env, "ingest", "--json", cwd=tmp_path).returncode == 0
-    settings = fake_settings(tmp_path, fake_ollama.url, vault_root=a, collection_prefix="t")
+    settings = fake_settings(tmp_path, fake_ollama.url, vault_root=b, collection_prefix="t")
     before = _counts(settings)
 
-    wrong = _cli(env, "ingest", str(b), cwd=tmp_path)
+    wrong = _cli(env, "ingest", str(a), cwd=tmp_path)
     assert wrong.returncode == 2 and "was built from the vault" in wrong.stderr
     # serve started without MINDNET_VAULT_ROOT (the bundled sample vault): refused before it imports anything
     no_vault = {k: v for k, v in env.items() if k != "MINDNET_VAULT_ROOT"}
     serve = _cli(no_vault, "serve", "--port", str(free_port()), "--no-ui", cwd=tmp_path)
     assert serve.returncode == 2 and "was built from the vault" in serve.stderr
-    watch = _cli(env, "watch", str(b), cwd=tmp_path)
+    watch = _cli(env, "watch", str(a), cwd=tmp_path)
     assert watch.returncode == 2 and "--index" in watch.stderr
     assert _counts(settings) == before
     # --index gives the other vault its own index
-    own = _cli(env, "ingest", str(b), "--index", str(tmp_path / "qdrant-b"), "--json", cwd=tmp_path)
+    own = _cli(env, "ingest", str(a), "--index", str(tmp_path / "qdrant-a"), "--json", cwd=tmp_path)
     assert own.returncode == 0, own.stderr
-    assert (tmp_path / "qdrant-b").is_dir()
+    assert (tmp_path / "qdrant-a").is_dir()
     # a rebuild from the other vault is the explicit way to replace it; the index then belongs to that vault
-    assert _cli(env, "ingest", str(b), "--full", "--json", cwd=tmp_path).returncode == 0
+    assert _cli(env, "ingest", str(a), "--full", "--json", cwd=tmp_path).returncode == 0
     app = Mindnet(settings)
     try:
-        assert app.recorded_vault() == str(b.resolve())
+        assert app.recorded_vault() == str(a.resolve())
     finally:
         app.close()
 
@@ -199,8 +199,8 @@ def test_the_api_asks_for_confirm_deletes(tmp_path: Path, fake_ollama: FakeOllam
 
 def test_health_of_a_refused_serve_is_never_reached(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     """The refusal comes before the server listens: nothing answers on its port."""
-    a, _ = _vaults(tmp_path)
-    env = _env(tmp_path, fake_ollama, MINDNET_VAULT_ROOT=str(a))
+    _, b = _vaults(tmp_path)
+    env = _env(tmp_path, fake_ollama, MINDNET_VAULT_ROOT=str(b))
     assert _cli(env, "ingest", "--json", cwd=tmp_path).returncode == 0
     port = free_port()
     no_vault = {k: v for k, v in env.items() if k != "MINDNET_VAULT_ROOT"}
