@@ -21,11 +21,33 @@ Endpoints (shapes follow Ollama 0.12):
 Generation/embedding on an unknown model -> 404
 ``{"error": "model \\"x\\" not found, try pulling it first"}``. Chat/generate on a model whose
 name contains ``embed`` -> 400 ``{"error": "\\"x\\" does not support chat"}`` (embedding-only,
-like nomic-embed-text). ``tools``/``format``/``options``/``think`` are accepted and ignored.
+like nomic-embed-text). ``tools``/``format``/``options``/``think`` are accepted, recorded with the
+request body and otherwise ignored.
 
 Behaviour is scripted through attributes of :class:`FakeOllama` that tests may change while
 the server runs (``embed_fn``, ``embed_mode``, ``chat_fn``, ``chat_mode``, ``script()``,
 ``models``, ``dim``, ``context_length``, ``latency``).
+
+Tool calls: a reply (an item given to ``script()``, or what ``chat_fn`` returns) is either a
+string - the assistant's text - or a dict ``{"content": "...", "tool_calls": [...]}`` (both keys
+optional) with the tool calls in Ollama's wire format::
+
+    fake.script([
+        {"tool_calls": [{"function": {"name": "search", "arguments": {"query": "qdrant"}}}]},
+        tool_call("read_note", {"note": "concepts/qdrant.md"}),    # the same, shorter
+        "Die Antwort.",                                            # then a plain text reply
+    ])
+    fake.script(tool_call("search", {"query": "x"}))               # one dict: one reply
+
+``/api/chat`` then answers ``message = {"role": "assistant", "content": ..., "tool_calls":
+[{"function": {"name": ..., "arguments": {...}}}]}``. Non-streaming, that is the one JSON
+object (``done_reason: "stop"``). Streaming, the content comes in chunks as usual, then one
+``done: false`` line whose message has ``content: ""`` and all the ``tool_calls``, then the
+final ``done: true`` line (as Ollama streams a tool call). ``/api/generate`` has no tools: it
+answers only the reply's ``content``. The tool results the client sends back arrive as
+``{"role": "tool", "content": ...}`` messages in the next ``/api/chat`` request's
+``messages`` (see ``bodies("/api/chat")``). A malformed dict raises ``ValueError`` in
+``script()`` (from ``chat_fn``: HTTP 500).
 """
 
 from __future__ import annotations
@@ -99,6 +121,39 @@ def normalize_model(name: str) -> str:
     """Ollama's model-name normalisation: a name without a tag means ``:latest``."""
     last = name.rsplit("/", 1)[-1]
     return name if ":" in last else f"{name}:latest"
+
+
+Reply = str | dict[str, Any]
+"""A scripted chat reply: the assistant's text, or ``{"content": str, "tool_calls": [...]}``."""
+
+
+def tool_call(name: str, arguments: dict[str, Any] | None = None, *, content: str = "") -> dict[str, Any]:
+    """A reply that calls one tool: ``{"content": content, "tool_calls": [{"function": {...}}]}``."""
+    return {"content": content, "tool_calls": [{"function": {"name": name, "arguments": dict(arguments or {})}}]}
+
+
+def reply_parts(reply: Reply) -> tuple[str, list[dict[str, Any]]]:
+    """``(content, tool_calls)`` of a reply, the tool calls as Ollama sends them; ``ValueError`` if malformed."""
+    if isinstance(reply, str):
+        return reply, []
+    if not isinstance(reply, dict):
+        raise ValueError(f"a reply is a str or a dict, not {type(reply).__name__}")
+    unknown = set(reply) - {"content", "tool_calls"}
+    if unknown:
+        raise ValueError(f"unknown reply keys {sorted(unknown)}; a reply has 'content' and 'tool_calls'")
+    content = reply.get("content") or ""
+    if not isinstance(content, str):
+        raise ValueError("a reply's 'content' is a str")
+    calls: list[dict[str, Any]] = []
+    for call in reply.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
+            raise ValueError(f"a tool call is {{'function': {{'name': str, 'arguments': dict}}}}, not {call!r}")
+        arguments = function.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise ValueError(f"tool call {function['name']!r}: 'arguments' is a dict, not {arguments!r}")
+        calls.append({"function": {"name": function["name"], "arguments": arguments}})
+    return content, calls
 
 
 def default_chat_fn(messages: list[dict[str, Any]]) -> str:
@@ -250,7 +305,8 @@ class FakeOllama:
     * ``embed_fn(text) -> list[float]``: default ``hashed_embedding(text, self.dim)``.
     * ``embed_mode``: ``"ok"`` | ``"empty"`` (every vector is ``[]``) | ``"wrong_dim"`` (every
       vector gets one extra ``0.0`` component, so ``dim + 1``) | ``"error"`` (HTTP 500).
-    * ``chat_fn(messages) -> str``: reply for chat/generate when no scripted reply is queued.
+    * ``chat_fn(messages) -> str | dict``: reply for chat/generate when no scripted reply is
+      queued (a dict reply may call tools, see the module docstring).
     * ``chat_mode``: ``"ok"`` | ``"error"`` (HTTP 500) | ``"stream_error"`` (streams the first
       chunk, then an ``{"error": ...}`` line, as Ollama does when the runner dies mid-answer;
       a non-streaming request gets HTTP 500).
@@ -266,13 +322,13 @@ class FakeOllama:
         self.context_length = context_length
         self.embed_fn: Callable[[str], list[float]] = self.default_embed
         self.embed_mode: EmbedMode = "ok"
-        self.chat_fn: Callable[[list[dict[str, Any]]], str] = default_chat_fn
+        self.chat_fn: Callable[[list[dict[str, Any]]], Reply] = default_chat_fn
         self.chat_mode: ChatMode = "ok"
         self.latency = 0.0
         self.error_message = DEFAULT_ERROR_MESSAGE
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
-        self._replies: collections.deque[str] = collections.deque()
+        self._replies: collections.deque[Reply] = collections.deque()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None
@@ -282,10 +338,18 @@ class FakeOllama:
     def default_embed(self, text: str) -> list[float]:
         return hashed_embedding(text, self.dim)
 
-    def script(self, replies: Iterable[str]) -> None:
-        """Queue replies; each chat/generate request consumes the next one, then ``chat_fn``."""
+    def script(self, replies: Iterable[Reply] | dict[str, Any]) -> None:
+        """Queue replies; each chat/generate request consumes the next one, then ``chat_fn``.
+
+        A reply is a str or a dict with ``content`` and/or ``tool_calls`` (module docstring); a
+        single dict is one reply. Malformed dicts raise ``ValueError`` here and nothing is queued.
+        """
+        queued = [replies] if isinstance(replies, dict) else list(replies)
+        for reply in queued:
+            if not isinstance(reply, str):
+                reply_parts(reply)
         with self._lock:
-            self._replies.extend(replies)
+            self._replies.extend(queued)
 
     @property
     def pending_replies(self) -> int:
@@ -515,7 +579,7 @@ class FakeOllama:
         handler._send_json(200, {"embedding": self._vector(prompt) if prompt else []})
 
     # generation
-    def _next_reply(self, messages: list[dict[str, Any]]) -> str:
+    def _next_reply(self, messages: list[dict[str, Any]]) -> Reply:
         with self._lock:
             if self._replies:
                 return self._replies.popleft()
@@ -539,8 +603,10 @@ class FakeOllama:
         }
 
     def _generation(self, handler: _Handler, body: dict[str, Any], messages: list[dict[str, Any]],
-                    piece: Callable[[str], dict[str, Any]], extra_final: dict[str, Any]) -> None:
-        """Shared chat/generate flow; ``piece(text)`` builds the content part of a line."""
+                    piece: Callable[[str], dict[str, Any]], extra_final: dict[str, Any],
+                    calls_piece: Callable[[str, list[dict[str, Any]]], dict[str, Any]] | None = None) -> None:
+        """Shared chat/generate flow; ``piece(text)`` builds the content part of a line,
+        ``calls_piece(text, tool_calls)`` that of a line with tool calls (None: they are dropped)."""
         model = str(body["model"])
         stream = body.get("stream", True) is not False
         if self.chat_mode == "error":
@@ -554,9 +620,15 @@ class FakeOllama:
             handler._send_json(200, {"model": model, "created_at": _CREATED_AT, **piece(""),
                                      "done_reason": "load", "done": True})
             return
-        reply = self._next_reply(messages)
+        reply, tool_calls = reply_parts(self._next_reply(messages))
+        if calls_piece is None:
+            tool_calls = []
         prompt_tokens = sum(len(tokenize(str(m.get("content") or ""))) for m in messages)
-        final = {"model": model, "created_at": _CREATED_AT, **piece(reply if not stream else ""),
+        if stream:
+            last = piece("")
+        else:
+            last = calls_piece(reply, tool_calls) if calls_piece and tool_calls else piece(reply)
+        final = {"model": model, "created_at": _CREATED_AT, **last,
                  "done_reason": "stop", "done": True, **extra_final,
                  **self._counts(prompt_tokens, reply)}
         if not stream:
@@ -572,6 +644,8 @@ class FakeOllama:
                 return
             for chunk in chunks:
                 yield {"model": model, "created_at": _CREATED_AT, **piece(chunk), "done": False}
+            if calls_piece and tool_calls:
+                yield {"model": model, "created_at": _CREATED_AT, **calls_piece("", tool_calls), "done": False}
             yield final
 
         handler._send_ndjson(lines())
@@ -580,7 +654,8 @@ class FakeOllama:
         self._check_generation(body, "chat")
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         self._generation(handler, body, messages,
-                         lambda text: {"message": {"role": "assistant", "content": text}}, {})
+                         lambda text: {"message": {"role": "assistant", "content": text}}, {},
+                         lambda text, calls: {"message": {"role": "assistant", "content": text, "tool_calls": calls}})
 
     def _handle_generate(self, handler: _Handler, body: dict[str, Any]) -> None:
         self._check_generation(body, "generate")

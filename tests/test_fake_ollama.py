@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import ollama
 import pytest
-from fake_ollama import FakeOllama, hashed_embedding, normalize_model, split_chunks
+from fake_ollama import FakeOllama, hashed_embedding, normalize_model, split_chunks, tool_call
 from llama_index.core.llms import ChatMessage
 from llama_index.embeddings.ollama import OllamaEmbedding
 from llama_index.llms.ollama import Ollama
@@ -289,6 +289,119 @@ def test_stream_error_mode_fails_after_first_delta(fake_ollama: FakeOllama) -> N
         for response in make_llm(fake_ollama).stream_chat(user("q")):
             deltas.append(response.delta)
     assert (deltas, info.value.error) == (["erst "], "llama runner process has terminated: exit status 2")
+
+
+# -- scripted tool calls ----------------------------------------------------------------------
+
+SEARCH_CALL = {"tool_calls": [{"function": {"name": "search", "arguments": {"query": "qdrant", "top_k": 3}}}]}
+
+
+def calls_of(llm: Ollama, response: Any) -> list[tuple[str, dict[str, Any]]]:
+    calls = llm.get_tool_calls_from_response(response, error_on_no_tool_call=False)
+    return [(t.tool_name, t.tool_kwargs) for t in calls]
+
+
+def test_tool_call_helper_builds_the_wire_reply() -> None:
+    assert tool_call("search", {"query": "qdrant", "top_k": 3}) == {"content": "", **SEARCH_CALL}
+
+
+def test_chat_returns_scripted_tool_calls(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script([SEARCH_CALL, "fertig"])
+    llm = make_llm(fake_ollama)
+    first, second = llm.chat(user("q")), llm.chat(user("q"))
+    assert (calls_of(llm, first), first.message.content) == ([("search", {"query": "qdrant", "top_k": 3})], "")
+    assert (calls_of(llm, second), second.message.content) == ([], "fertig")
+
+
+async def test_achat_returns_scripted_tool_calls_with_content(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script([tool_call("read_note", {"note": "a.md"}, content="Ich lese nach.")])
+    llm = make_llm(fake_ollama)
+    response = await llm.achat(user("q"))
+    assert (calls_of(llm, response), response.message.content) == ([("read_note", {"note": "a.md"})],
+                                                                    "Ich lese nach.")
+
+
+def test_non_streaming_tool_calls_are_in_ollamas_wire_format(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script([{"content": "x", "tool_calls": [{"function": {"name": "a", "arguments": {"n": 1}}},
+                                                        {"function": {"name": "b"}}]}])
+    body = httpx.post(f"{fake_ollama.url}/api/chat", timeout=TIMEOUT, json={
+        "model": CHAT_MODEL, "stream": False, "messages": [{"role": "user", "content": "q"}]}).json()
+    assert (body["message"], body["done"], body["done_reason"]) == (
+        {"role": "assistant", "content": "x", "tool_calls": [{"function": {"name": "a", "arguments": {"n": 1}}},
+                                                              {"function": {"name": "b", "arguments": {}}}]},
+        True, "stop")
+
+
+def test_streamed_tool_calls_come_in_one_chunk_before_the_last_line(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script([tool_call("search", {"query": "qdrant"}, content="Moment bitte")])
+    with httpx.stream("POST", f"{fake_ollama.url}/api/chat", timeout=TIMEOUT, json={
+            "model": CHAT_MODEL, "messages": [{"role": "user", "content": "q"}]}) as response:
+        lines = [json.loads(line) for line in response.iter_lines() if line]
+    assert [(line["message"]["content"], line["message"].get("tool_calls"), line["done"]) for line in lines] == [
+        ("Moment ", None, False), ("bitte", None, False),
+        ("", [{"function": {"name": "search", "arguments": {"query": "qdrant"}}}], False), ("", None, True)]
+
+
+def test_stream_chat_last_response_carries_the_tool_calls(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script([tool_call("search", {"query": "qdrant"}, content="Moment bitte")])
+    llm = make_llm(fake_ollama)
+    responses = list(llm.stream_chat(user("q")))
+    assert "".join(r.delta or "" for r in responses) == "Moment bitte"
+    assert calls_of(llm, responses[-1]) == [("search", {"query": "qdrant"})]
+    assert calls_of(llm, responses[0]) == []
+
+
+async def test_astream_chat_with_tools_sees_the_scripted_call(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script([SEARCH_CALL])
+    llm = make_llm(fake_ollama)
+    tool = {"type": "function", "function": {"name": "search", "description": "Suche",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    gen = await llm.astream_chat(user("q"), tools=[tool])
+    last = [r async for r in gen][-1]
+    assert calls_of(llm, last) == [("search", {"query": "qdrant", "top_k": 3})]
+    assert fake_ollama.bodies("/api/chat")[0]["tools"][0]["function"]["name"] == "search"
+
+
+def test_tool_results_arrive_in_the_next_request(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script([SEARCH_CALL])
+    client = ollama.Client(host=fake_ollama.url)
+    first = client.chat(model=CHAT_MODEL, messages=[{"role": "user", "content": "q"}])
+    client.chat(model=CHAT_MODEL, messages=[{"role": "user", "content": "q"}, first.message,
+                                            {"role": "tool", "content": "treffer: a.md"}])
+    second = fake_ollama.bodies("/api/chat")[1]["messages"]
+    assert [(m["role"], m.get("content") or "") for m in second] == [("user", "q"), ("assistant", ""),
+                                                              ("tool", "treffer: a.md")]
+    assert second[1]["tool_calls"] == SEARCH_CALL["tool_calls"]
+
+
+def test_chat_fn_may_return_a_tool_call(fake_ollama: FakeOllama) -> None:
+    fake_ollama.chat_fn = lambda messages: tool_call("echo", {"text": messages[-1]["content"]})
+    llm = make_llm(fake_ollama)
+    assert calls_of(llm, llm.chat(user("hallo"))) == [("echo", {"text": "hallo"})]
+
+
+def test_a_single_dict_is_one_scripted_reply(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script(SEARCH_CALL)
+    assert fake_ollama.pending_replies == 1
+
+
+@pytest.mark.parametrize("reply", [
+    {"text": "x"},
+    {"tool_calls": [{"name": "search", "arguments": {}}]},
+    {"tool_calls": [{"function": {"name": "", "arguments": {}}}]},
+    {"tool_calls": [{"function": {"name": "search", "arguments": "{}"}}]},
+    {"content": 3},
+])
+def test_malformed_reply_is_refused_and_nothing_is_queued(fake_ollama: FakeOllama, reply: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        fake_ollama.script(["gut", reply])
+    assert fake_ollama.pending_replies == 0
+
+
+def test_generate_answers_only_the_content_of_a_tool_reply(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script([tool_call("search", {"query": "x"}, content="nur Text")])
+    result = ollama.Client(host=fake_ollama.url).generate(model=CHAT_MODEL, prompt="p")
+    assert result.response == "nur Text"
 
 
 # -- raw ollama client: generate, tags, show, version -----------------------------------------
