@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from mindnet.errors import MindnetError, NoteNotFoundError
-from mindnet.settings import Settings
+from mindnet.settings import Settings, package_version
 
 console = Console()
 err_console = Console(stderr=True)
@@ -616,14 +616,6 @@ def cmd_init(args: argparse.Namespace) -> int:
     console.print(f"mindnet reads ./config, ./prompts and ./.env when it runs from {escape(str(report.folder))}",
                   highlight=False, soft_wrap=True)
     return 0
-
-
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("mindnet")
-    except PackageNotFoundError:   # running from a checkout that was never installed
-        return "unknown (not installed)"
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -526,3 +526,12 @@ class Settings(BaseModel):
     def collections(self) -> dict[str, str]:
         p = self.collection_prefix
         return {"notes": f"{p}_notes", "chunks": f"{p}_chunks", "edges": f"{p}_edges"}
+
+
+def package_version() -> str:
+    """mindnet's installed version (the CLI's --version, the MCP server's info)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("mindnet")
+    except PackageNotFoundError:   # running from a checkout that was never installed
+        return "unknown (not installed)"

@@ -34,6 +34,7 @@ from pydantic import ValidationError
 
 from mindnet.agents.tools import VaultTools, tool_error
 from mindnet.errors import MindnetError, NoteNotFoundError
+from mindnet.settings import package_version
 
 if TYPE_CHECKING:
     from mindnet.service import Mindnet
@@ -54,7 +55,6 @@ ANSWER_PROMPT = (
 
 def build_server(tools: VaultTools) -> Server:
     """The MCP server over `tools` (one per process; stateless between calls)."""
-    from mindnet.cli import package_version
     server: Server = Server("mindnet", version=package_version(), instructions=INSTRUCTIONS)
     public = _public(tools.mindnet)
 

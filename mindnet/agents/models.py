@@ -18,6 +18,11 @@ class ToolInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _exactly_one(first: str | None, second: str | None, message: str) -> None:
+    if bool((first or "").strip()) == bool((second or "").strip()):
+        raise ValueError(message)
+
+
 class SearchInput(ToolInput):
     query: str = Field(min_length=1, max_length=2000, description="what to look for, in the user's words")
     mode: Literal["semantic", "hybrid"] | None = Field(
@@ -48,8 +53,7 @@ class RelatedInput(ToolInput):
 
     @model_validator(mode="after")
     def _one_start(self) -> RelatedInput:
-        if bool((self.note or "").strip()) == bool((self.query or "").strip()):
-            raise ValueError("give exactly one of `note` (a note to start from) or `query` (a question)")
+        _exactly_one(self.note, self.query, "give exactly one of `note` (a note to start from) or `query` (a question)")
         return self
 
 
@@ -61,8 +65,7 @@ class SuggestLinksInput(ToolInput):
 
     @model_validator(mode="after")
     def _one_source(self) -> SuggestLinksInput:
-        if bool((self.note or "").strip()) == bool((self.text or "").strip()):
-            raise ValueError("give exactly one of `note` (an indexed note) or `text` (a draft)")
+        _exactly_one(self.note, self.text, "give exactly one of `note` (an indexed note) or `text` (a draft)")
         return self
 
 

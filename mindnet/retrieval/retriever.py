@@ -201,11 +201,6 @@ class MindnetRetriever(BaseRetriever):
             return expand(graph.index, note_ids, depth, kinds, stats=graph.stats,
                           caps=FanOut(per_note=None, per_query=max_edges))
 
-    def note_titles(self) -> dict[str, str]:
-        """Every indexed note's title by note id (from the link graph)."""
-        with self._lock:
-            return self._link_graph().titles
-
     def vectors_changed(self) -> None:
         """Dense vectors were added (phase 2 of an import): recount the chunks still without one."""
         self._unembedded = None
