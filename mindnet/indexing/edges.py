@@ -25,17 +25,19 @@ import bisect
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from llama_index.core.schema import TextNode
-
+from mindnet.indexing.chunk_text import chunk_id
 from mindnet.indexing.mentions import MentionIndex
-from mindnet.indexing.node_parser import chunk_id
 from mindnet.indexing.resolver import LinkResolver, Resolution
 from mindnet.settings import TypesConfig
 from mindnet.vault.budget import CHECK_EVERY, checkpoint
 from mindnet.vault.links import LinkRef, read_links
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import TextNode
 
 __all__ = ["STRUCTURAL_KINDS", "Edge", "LinkResolver", "NoteLinks", "derive_edges", "edge_key", "link_note",
            "mention_edges"]
@@ -151,8 +153,7 @@ def derive_edges(note: Note, nodes: list[TextNode], resolver: LinkResolver, type
 
 
 def _chunk_target(note_id: str, number: int) -> str:
-    from mindnet.indexing.node_parser import chunk_id  # the chunk ids the parser gives
-    return chunk_id(note_id, number)
+    return chunk_id(note_id, number)   # the chunk ids the parser gives
 
 
 def link_note(note: Note, nodes: list[TextNode], resolver: LinkResolver, types: TypesConfig,

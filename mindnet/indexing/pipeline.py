@@ -31,13 +31,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import cached_property
 from pathlib import Path
-
-from llama_index.core.schema import TextNode
+from typing import TYPE_CHECKING
 
 from mindnet.backends import Embedder
 from mindnet.errors import MassDeleteError, StoreLockedError, VaultError
-from mindnet.indexing.node_parser import MarkdownNoteParser, embedding_input
+from mindnet.indexing.chunk_text import embedding_input
 from mindnet.indexing.planning import (
     PIPELINE_VERSION,
     PlannedNote,
@@ -60,6 +60,11 @@ from mindnet.store.engine import Point, Store, Where
 from mindnet.store.folder import FolderClaim, held_by_other, read_token
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import TextNode
+
+    from mindnet.indexing.node_parser import MarkdownNoteParser
 
 __all__ = ["PIPELINE_VERSION", "Importer", "ImportReport", "PlannedNote", "dry_run_payloads", "edges_fingerprint",
            "note_fingerprint", "plan_vault"]
@@ -179,7 +184,6 @@ class Importer:
         self.prefix = prefix
         self.embedder = embedder
         self.types = types
-        self.parser = MarkdownNoteParser.from_config(types)
         # a server shares the one store with its searches: each write step takes `lock`, so a
         # search runs between two batches (and sees every note written so far) instead of after the import
         self.lock = lock or threading.RLock()   # also between phase 1 and an embedding worker beside it
@@ -198,6 +202,15 @@ class Importer:
         self._confirm_deletes: Callable[[int, int], bool] | None = None    # this run's answer to mass deletes
         self._fed: set[str] = set()             # notes whose texts this run handed to it
         self.overlap = True     # `run(embed=True)` embeds beside phase 1 (False: after it; benchmarks compare)
+
+    @cached_property
+    def parser(self) -> MarkdownNoteParser:
+        # built when a note is chunked: an unchanged vault never imports LlamaIndex
+        from mindnet.indexing.node_parser import MarkdownNoteParser
+        return MarkdownNoteParser.from_config(self.types)
+
+    def _parser(self) -> MarkdownNoteParser:
+        return self.parser
 
     def plan(self, vault: Path, report: ImportReport, owners: dict[str, str] | None = None,
              on_chunked: Callable[[Note, list[TextNode], str], None] | None = None) -> list[PlannedNote]:
@@ -473,7 +486,7 @@ class Importer:
         if not full and not self.store_open:
             with _folder_claim(self.local_folder) as free:   # as exclusive as opening it, while we read
                 state = self._offline_state() if free else None
-                plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
+                plan = plan_changes(vault, self.types, state, parser=self._parser, model_key=self.embedder.key) \
                     if state is not None else None
             if plan is not None and not plan.planned and not plan.gone:
                 self._finish_unchanged(report, plan, state)
@@ -482,14 +495,14 @@ class Importer:
         if plan is None:
             with self.lock:
                 state = None if full else self._trusted_state()
-            plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
+            plan = plan_changes(vault, self.types, state, parser=self._parser, model_key=self.embedder.key) \
                 if state is not None else None
         else:
             with self.lock:
                 trusted = self._trusted_state()    # Qdrant opened now: its token must still say the same
             if trusted is not state:
                 state = trusted
-                plan = plan_changes(vault, self.types, state, parser=self.parser, model_key=self.embedder.key) \
+                plan = plan_changes(vault, self.types, state, parser=self._parser, model_key=self.embedder.key) \
                 if state is not None else None
         try:
             await self._write_plan(vault, report, plan, state, full=full, progress=progress,

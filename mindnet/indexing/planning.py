@@ -18,12 +18,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-from llama_index.core.schema import TextNode
+from typing import TYPE_CHECKING
 
 from mindnet.indexing.edges import Edge, NoteLinks, link_note
 from mindnet.indexing.mentions import MentionIndex, common_limit, mention_names
-from mindnet.indexing.node_parser import MarkdownNoteParser
 from mindnet.indexing.reading import read_notes
 from mindnet.indexing.resolver import LinkResolver, anchor_chunks
 from mindnet.indexing.state import IndexState, NoteEntry
@@ -31,6 +29,11 @@ from mindnet.settings import MentionSettings, TypesConfig
 from mindnet.vault.budget import within_budget
 from mindnet.vault.note import Note, budget_warning, cut_note
 from mindnet.vault.scan import Issue, iter_markdown_stats, load_note, scan_vault
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import TextNode
+
+    from mindnet.indexing.node_parser import MarkdownNoteParser
 
 PIPELINE_VERSION = "7"      # bump when chunking, payloads or embedded text change shape: every note is rebuilt
                             # (3: passages cut on the model's token budget; 6: names are file names, Markdown
@@ -171,7 +174,9 @@ def plan_vault(vault: Path, types: TypesConfig, report, *, model_key: str = "",
     """Read, chunk and link the whole vault without touching Qdrant or an embedding model. With
     `on_chunked(note, chunks, fingerprint)`, each note is chunked as soon as it is read (chunks depend on the
     note alone; its links wait for the whole vault) and handed over: the import embeds it at once."""
-    parser = parser or MarkdownNoteParser.from_config(types)
+    if parser is None:
+        from mindnet.indexing.node_parser import MarkdownNoteParser
+        parser = MarkdownNoteParser.from_config(types)
     chunked: dict[int, list[TextNode]] = {}
     pooled: dict[str, list[TextNode]] = {}       # path -> the chunks a worker process made (a large vault)
 
@@ -267,10 +272,11 @@ def _text_of(vault: Path, entry: NoteEntry, state: IndexState) -> str:
     return text
 
 
-def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: MarkdownNoteParser,
+def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: Callable[[], MarkdownNoteParser],
                  model_key: str) -> VaultPlan | None:
     """Plan only what changed since `state`, or None when the whole vault must be planned (two changed files
-    claim one id, or the vault looks empty)."""
+    claim one id, or the vault looks empty). `parser()` gives the parser when a note must be chunked (an
+    unchanged vault never builds one, nor imports LlamaIndex)."""
     issues: list[Issue] = []
     now = time.time_ns()
     files: dict[str, tuple[Path, os.stat_result]] = {}
@@ -330,7 +336,7 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
     # a link to one of their headings targets the chunk holding it
     chunked: dict[str, list[TextNode]] = {}
     for nid in list(changed):
-        changed[nid], chunked[nid] = chunk_note(changed[nid], parser, types, issues)
+        changed[nid], chunked[nid] = chunk_note(changed[nid], parser(), types, issues)
     current = [*kept.values(), *changed.values()]
     resolver = LinkResolver(current, anchors={nid: anchor_chunks(n, chunked[nid]) for nid, n in changed.items()})
     affected = state.linking(_differing(LinkResolver(state.entries.values()).mapping, resolver.mapping))
@@ -370,7 +376,7 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
                                if flipped.intersection(e.found) or (e.capped and counted.intersection(e.found))}
     affected = (affected | state.dirty) & kept.keys()
 
-    planned = [_plan_note(n, parser, resolver, types, mentions, model_key, issues, chunked[nid])
+    planned = [_plan_note(n, parser(), resolver, types, mentions, model_key, issues, chunked[nid])
                for nid, n in changed.items()]
     for nid in sorted(affected):
         entry = kept[nid]
@@ -384,7 +390,7 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
                 return None   # its id changed since the scan a moment ago: plan it all
             if note.content_hash != entry.content_hash:
                 issues.extend(problems)
-        planned.append(_plan_note(note, parser, resolver, types, mentions, model_key, []))
+        planned.append(_plan_note(note, parser(), resolver, types, mentions, model_key, []))
     if mentions is not None:
         seconds_mentions = mentions.seconds
     planned = keep_anchor_targets(planned, kept)

@@ -18,13 +18,16 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from llama_index.core.schema import TextNode
-
-from mindnet.indexing.node_parser import MarkdownNoteParser
 from mindnet.settings import TypesConfig
 from mindnet.vault.note import Note
 from mindnet.vault.scan import Issue, load_note
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import TextNode
+
+    from mindnet.indexing.node_parser import MarkdownNoteParser
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +38,7 @@ BATCH = 64                  # files per task: one round trip per batch, results 
 MAX_WORKERS = 4
 
 # a file read: the note (None: left out) with its report lines, and its chunks (None: chunked by the caller)
-Loaded = tuple[Note | None, list[Issue], list[TextNode] | None]
+Loaded = tuple[Note | None, list[Issue], "list[TextNode] | None"]
 
 
 def workers() -> int:

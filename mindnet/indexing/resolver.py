@@ -27,12 +27,13 @@ import bisect
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
-
-from llama_index.core.schema import TextNode
+from typing import TYPE_CHECKING, Any
 
 from mindnet.vault.anchors import anchor_keys, note_anchors
 from mindnet.vault.masking import mask_code
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import TextNode
 
 RULES = ("path", "name", "self", "id", "alias", "title")   # how a link resolved ("unresolved", "outside": not)
 _Candidate = tuple[int, str, str, str]       # (depth, path key, folder key, note id)

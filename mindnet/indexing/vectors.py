@@ -19,15 +19,16 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-
-from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
-from llama_index.core.vector_stores.utils import node_to_metadata_dict
+from typing import TYPE_CHECKING
 
 from mindnet.backends import Embedder, EmbedOutcome
-from mindnet.indexing.node_parser import EMBED_FIELDS, embedding_text, keyword_text
+from mindnet.indexing.chunk_text import EMBED_FIELDS, embedding_text, keyword_text
 from mindnet.indexing.sparse import sparse_doc_fn
 from mindnet.store import collections as coll
 from mindnet.store.engine import Point, Sparse, Store
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import TextNode
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ def chunk_points(nodes: list[TextNode], vectors: dict[str, list[float]]) -> list
     `keyword_text`, and the dense vector when `vectors` (by chunk id) has one."""
     if not nodes:
         return []
+    from llama_index.core.vector_stores.utils import node_to_metadata_dict  # only when notes are written
     copies = [_as_point_node(n) for n in nodes]
     indices, values = sparse_doc_fn([keyword_text(c.metadata, c.get_content()) for c in copies])
     points = []
@@ -49,6 +51,7 @@ def chunk_points(nodes: list[TextNode], vectors: dict[str, list[float]]) -> list
 
 def _as_point_node(node: TextNode) -> TextNode:
     """A copy whose id (and neighbour ids) are Qdrant point UUIDs; the chunk id stays in metadata."""
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
     # shallow: the copy only gets new ids, and a deep copy of every chunk's metadata cost 6% of a large import
     copy = node.model_copy()
     copy.relationships = dict(node.relationships)

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
 
 from mindnet.errors import StoreError
 from mindnet.store.collections import kind_label, label_kinds, point_id
@@ -140,6 +139,7 @@ def pagerank(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, al
              personalization: np.ndarray | None = None, max_iter: int = 200, tol: float = 1e-8) -> np.ndarray:
     """networkx's `pagerank` (same iteration, dangling mass to the personalisation, stop at L1 change < n * tol)
     over the weighted directed graph of `n` nodes given as edge arrays (one edge per node pair)."""
+    from scipy import sparse  # only when a graph is built: `check` and a plain start read the file
     if n == 0:
         return np.zeros(0)
     out_weight = np.bincount(src, weights=weight, minlength=n)
