@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from llama_index.core.schema import NodeWithScore
+if TYPE_CHECKING:     # a CLI that renders a server's answer imports no LlamaIndex
+    from llama_index.core.schema import NodeWithScore
 
-from mindnet.retrieval.retriever import RetrievalResult
+    from mindnet.retrieval.retriever import RetrievalResult
+
+
+# words not worth marking in a passage (the chat UI's sources, the CLI's excerpts)
+_STOP = set("""der die das und oder ein eine einer eines einem einen ist sind war habe hast hat ich du er sie es wir
+ihr was wer wie wo wann warum welche welcher welches mit von zu zum zur für auf aus bei nach über unter dem den
+des nicht auch noch nur mein meine the and or a an is are was were what who how why when which with from for of
+to in on at by this that it its my your does do did""".split())
+
+
+def highlight_words(query: str) -> list[str]:
+    """The query's content words (3+ letters, no stop words) to mark in a source's text."""
+    words = re.findall(r"[^\W_]{3,}", query.casefold())
+    return list(dict.fromkeys(w for w in words if w not in _STOP))
 
 
 def written_title(hit: Mapping[str, Any]) -> str | None:

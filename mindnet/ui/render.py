@@ -18,7 +18,7 @@ from urllib.parse import quote
 from markdown_it import MarkdownIt
 
 from mindnet.chat.engine import ChatRequest, ChatTurn
-from mindnet.retrieval.results import plain_reasons, shown_name, written_title
+from mindnet.retrieval.results import highlight_words, plain_reasons, shown_name, written_title
 
 _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+!|~>:$])")   # ':' starts a directive, '$' math
 MAX_EDGES = 8
@@ -173,18 +173,6 @@ def rule_details(hit: Mapping[str, Any]) -> list[str]:
         lines.append(f"{e.get('direction')} {e.get('kind')} {e.get('other_id')}: rule {e.get('rule_id')}, "
                      f"confidence {_fmt(e.get('confidence'))}")
     return list(dict.fromkeys(lines))
-
-
-_STOP = set("""der die das und oder ein eine einer eines einem einen ist sind war habe hast hat ich du er sie es wir
-ihr was wer wie wo wann warum welche welcher welches mit von zu zum zur für auf aus bei nach über unter dem den
-des nicht auch noch nur mein meine the and or a an is are was were what who how why when which with from for of
-to in on at by this that it its my your does do did""".split())
-
-
-def highlight_words(query: str) -> list[str]:
-    """The query's content words (3+ letters, no stop words) to mark in a source's text."""
-    words = re.findall(r"[^\W_]{3,}", query.casefold())
-    return list(dict.fromkeys(w for w in words if w not in _STOP))
 
 
 def source_props(index: int, hit: Mapping[str, Any], *, query: str, query_id: str) -> dict[str, Any]:
