@@ -290,19 +290,26 @@ def render_hits(data: dict, explain: bool) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    from mindnet.remote import remote_query, serving_url
     from mindnet.retrieval.query import QueryRequest
-    from mindnet.service import Mindnet
     request = QueryRequest.build(  # an invalid field raises QueryError naming it (main prints it, exit 2)
         query=args.text, mode=args.mode, top_k=args.top_k,
         expand=None if args.expand_depth is None and args.edge_types is None else
         {"depth": args.expand_depth, "edge_types": args.edge_types.split(",") if args.edge_types else None},
         filters={"types": args.type or [], "tags": args.tag or [], "path_prefix": args.path_prefix},
         explain=args.explain, variants=args.variant or [], keywords=args.keyword or [], group=args.group)
-    mindnet = Mindnet(_settings(args), read_only=True)
-    try:
-        data = mindnet.query(request)
-    finally:
-        mindnet.close()
+    settings = _settings(args)
+    url = serving_url(settings)
+    if url:   # a `mindnet serve` holds the index: it answers (warm, and this process loads no model)
+        err_console.print(f"(asked the server at {url}, which holds the index)", highlight=False)
+        data = remote_query(url, request.model_dump(mode="json", exclude_none=True), token=settings.api_token)
+    else:
+        from mindnet.service import Mindnet
+        mindnet = Mindnet(settings, read_only=True)
+        try:
+            data = mindnet.query(request)
+        finally:
+            mindnet.close()
     if args.json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
