@@ -367,7 +367,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         if args.make_queries:
-            console.print(f"wrote {data['queries']} questions to {escape(args.make_queries)}", highlight=False)
+            console.print(f"wrote {data['queries']} questions to {escape(args.make_queries)}" + "".join(
+                f"; skipped {why}: {n}" for why, n in data.get("skipped", {}).items()), highlight=False)
         render_eval(data)
     return 0
 

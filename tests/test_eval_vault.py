@@ -41,13 +41,13 @@ def env(tmp_path: Path, fake_ollama, monkeypatch: pytest.MonkeyPatch) -> Path:
     return write_vault(tmp_path / "vault", VAULT)
 
 
-def test_make_queries_uses_description_aliases_and_the_first_sentence_without_title_words(env) -> None:
+def test_make_queries_uses_description_aliases_and_the_first_sentence_with_the_title_masked(env) -> None:
     questions = make_questions(env, load_types())
     assert [(q.id, q.text, q.gold_paths) for q in questions] == [
         ("fruit/apple#q1", "crisp orchard apple", ["fruit/apple.md"]),
         ("fruit/banana#q1", "tropical banana", ["fruit/banana.md"]),
-        ("fruit/cherry#q1", "A is a small stone fruit with a pit.", ["fruit/cherry.md"]),
-    ]
+        ("fruit/cherry#q1", "A ___ is a small stone fruit with a pit.", ["fruit/cherry.md"]),
+    ]                                   # index.md, a list of links, gives none
 
 
 def test_eval_vault_with_make_queries_writes_the_set_and_reports_every_mode(env, tmp_path, capsys) -> None:
@@ -57,12 +57,20 @@ def test_eval_vault_with_make_queries_writes_the_set_and_reports_every_mode(env,
     data = json.loads(capsys.readouterr().out)
     assert [json.loads(line)["_id"] for line in out.read_text().splitlines()] == [
         "fruit/apple#q1", "fruit/banana#q1", "fruit/cherry#q1"]
-    assert (data["docs"], data["queries"]) == (4, 3)
+    assert (data["docs"], data["queries"], data["skipped"]) == (4, 3, {"index notes": 1})
     assert list(data["modes"]) == ["semantic", "hybrid-d0", "hybrid-d1", "hybrid-d2", "plain"]
     for mode, figures in data["modes"].items():
         assert figures["mrr@10"] == 1.0, mode         # each question names its note's own words
         assert figures["dup@5"] == 0.0 or mode == "plain"
         assert figures["latency_ms"]["median"] > 0
+
+
+def test_eval_vault_make_queries_says_how_many_notes_it_skipped_and_why(env, tmp_path, capsys) -> None:
+    out = tmp_path / "q.jsonl"
+    assert main(["eval", "--vault", str(env), "--make-queries", str(out), "--modes", "semantic",
+                 "--work-dir", str(tmp_path / "w")]) == 0
+    printed = " ".join(capsys.readouterr().out.split())          # the console wraps long lines
+    assert "wrote 3 questions to" in printed and "q.jsonl; skipped index notes: 1" in printed
 
 
 def test_eval_vault_with_a_questions_file_and_gold_ids(env, tmp_path, capsys) -> None:

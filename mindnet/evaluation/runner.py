@@ -37,7 +37,7 @@ from mindnet.evaluation.beir import BeirDataset, load_beir, write_as_vault
 from mindnet.evaluation.metrics import latency_summary, note_level
 from mindnet.evaluation.mocs import inject_mocs, is_moc
 from mindnet.evaluation.plain import plain_retriever
-from mindnet.evaluation.vault_queries import gold_qrels, load_questions, make_questions, write_questions
+from mindnet.evaluation.vault_queries import build_questions, gold_qrels, load_questions, write_questions
 from mindnet.indexing.report import ImportReport
 from mindnet.retrieval.intent import type_vocabulary
 from mindnet.retrieval.query import ExpandRequest, QueryRequest
@@ -94,6 +94,7 @@ class EvalReport:
     modes: dict[str, dict[str, Any]] = field(default_factory=dict)
     mocs: dict[str, Any] | None = None
     top3: dict[str, dict[str, list[str]]] = field(default_factory=dict)   # mode -> query id -> first 3 notes
+    skipped: dict[str, int] | None = None      # --make-queries: why -> notes that gave no question
 
     def as_dict(self) -> dict[str, Any]:
         out = {"dataset": self.dataset, "embedding": self.embedding, "docs": self.docs,
@@ -102,6 +103,8 @@ class EvalReport:
         if self.mocs is not None:
             out["mocs"] = self.mocs
         out["top3"] = self.top3
+        if self.skipped is not None:
+            out["skipped"] = self.skipped
         return out
 
 
@@ -313,8 +316,10 @@ def run_vault_eval(vault: str | Path, *, base: Settings, queries: str | Path | N
         raise ConfigError("mindnet eval --vault needs exactly one of --queries FILE.jsonl or --make-queries "
                           "OUT.jsonl")
     embedding = embedding or base.embedding
+    skipped = None
     if make_queries is not None:
-        questions = make_questions(vault, base.types)
+        built = build_questions(vault, base.types)
+        questions, skipped = built.questions, built.skipped
         write_questions(questions, make_queries)
         source = str(make_queries)
     else:
@@ -333,7 +338,7 @@ def run_vault_eval(vault: str | Path, *, base: Settings, queries: str | Path | N
         app.close()
     return EvalReport(dataset=vault.name, embedding=embedding, docs=len(paths), queries=len(questions),
                       top_k=TOP_K, work_dir=str(work), depth=depth, import_report=_import_figures(report),
-                      modes=summarise(target, runs), top3=top3(runs))
+                      modes=summarise(target, runs), top3=top3(runs), skipped=skipped)
 
 
 def top3(runs: Runs) -> dict[str, dict[str, list[str]]]:
