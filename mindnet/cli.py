@@ -304,10 +304,14 @@ def cmd_query(args: argparse.Namespace) -> int:
         err_console.print(f"(asked the server at {url}, which holds the index)", highlight=False)
         data = remote_query(url, request.model_dump(mode="json", exclude_none=True), token=settings.api_token)
     else:
+        from mindnet.errors import EmptyIndexError
         from mindnet.service import Mindnet
         mindnet = Mindnet(settings, read_only=True)
         try:
             data = mindnet.query(request)
+        except EmptyIndexError as exc:   # here (not in the API, which names no folder) the vault too
+            vault = Path(settings.vault_root).expanduser().resolve()
+            raise EmptyIndexError(f"{exc}; `mindnet ingest` imports {vault} (MINDNET_VAULT_ROOT)") from None
         finally:
             mindnet.close()
     if args.json:

@@ -8,12 +8,11 @@ import tempfile
 import weakref
 from pathlib import Path
 
-from mindnet.errors import StoreError
 from mindnet.settings import Settings
 from mindnet.store.collections import CollectionLayout
 from mindnet.store.edge import EdgeStore
 from mindnet.store.engine import Store
-from mindnet.store.folder import FolderClaim, legacy_files
+from mindnet.store.folder import FolderClaim, legacy_files, missing_index_error
 from mindnet.store.space import DEFAULT_MIN_FREE_MB
 
 MEMORY = ":memory:"
@@ -49,8 +48,10 @@ def open_store(settings: Settings, *, create: bool = True) -> Store:
 
         return ServerStore.connect(settings.qdrant_url, settings.collection_prefix, api_key=settings.qdrant_api_key,
                                    layout=CollectionLayout.from_settings(settings))
-    return open_folder(settings.qdrant_path, settings.collection_prefix, create=create,
-                       min_free_mb=settings.min_free_mb)
+    folder = Path(settings.qdrant_path).expanduser()
+    if not create and str(folder) != MEMORY and not folder.is_dir():
+        raise missing_index_error(folder.resolve(), Path(settings.vault_root).expanduser().resolve())
+    return open_folder(folder, settings.collection_prefix, create=create, min_free_mb=settings.min_free_mb)
 
 
 def open_folder(folder: Path | str, prefix: str = "mindnet", *, create: bool = True,
@@ -59,8 +60,7 @@ def open_folder(folder: Path | str, prefix: str = "mindnet", *, create: bool = T
         return TemporaryEdgeStore(prefix)
     folder = Path(folder).expanduser()
     if not create and not folder.is_dir():
-        raise StoreError(f"no index at {folder.resolve()}: the folder does not exist (import your vault first: "
-                         f"`mindnet ingest [VAULT]`, or point MINDNET_QDRANT_PATH at the index folder)")
+        raise missing_index_error(folder.resolve())
     return EdgeStore(folder, prefix, create=create, min_free_mb=min_free_mb)
 
 

@@ -79,6 +79,15 @@ def held_by_other(folder: Path) -> str | None:
         os.close(fd)
 
 
+def missing_index_error(folder: Path, vault: Path | None = None) -> StoreError:
+    """A read-only command found no index folder: say where it looked and which vault `mindnet ingest` would
+    import into it (a command run from another folder looks in that folder's ./data/qdrant)."""
+    how = (f"`mindnet ingest` imports {vault} (MINDNET_VAULT_ROOT) into it, `mindnet ingest VAULT` another vault"
+           if vault is not None else "`mindnet ingest [VAULT]`")
+    return StoreError(f"no index at {folder}: the folder does not exist. Import your vault first ({how}), or "
+                      f"point MINDNET_QDRANT_PATH (or --index) at the index folder")
+
+
 def locked_error(folder: Path, holder: str) -> StoreLockedError:
     return StoreLockedError(
         f"the index folder {folder} is in use by {holder}. One process at a time opens an embedded index: stop "
@@ -110,8 +119,7 @@ class FolderClaim:
         folder = Path(folder)
         if not folder.is_dir():
             if not create:
-                raise StoreError(f"no index at {folder}: the folder does not exist (import your vault first: "
-                                 f"`mindnet ingest [VAULT]`, or set MINDNET_QDRANT_PATH to the index folder)")
+                raise missing_index_error(folder)
             private_dir(folder)
         claim = cls(folder)
         with _claims_lock:
