@@ -270,3 +270,18 @@ def test_run_helper_without_a_loop_runs_in_this_thread() -> None:
         return threading.current_thread().name
 
     assert _run(where()) == threading.current_thread().name
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_every_argument_reaches_an_ollama_model_with_its_type(spec: Any) -> None:
+    """What a local model reads: the tool as llama-index-llms-ollama hands it to Ollama's own client. That client
+    drops `anyOf`, so an optional `str | None` field arrived with no type; each field must keep its type."""
+    import ollama
+    from llama_index.core.tools import ToolMetadata
+
+    sent = ollama.Tool.model_validate(ToolMetadata(name=spec.name, description=spec.description,
+                                                   fn_schema=spec.model).to_openai_tool())
+    props = sent.model_dump(exclude_none=True)["function"]["parameters"]["properties"]
+    assert props
+    untyped = [name for name, prop in props.items() if "type" not in prop]
+    assert untyped == [], f"{spec.name}: {untyped} reach Ollama without a type"
