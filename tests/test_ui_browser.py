@@ -6,6 +6,7 @@ Every request any page makes is recorded: all of them must stay on 127.0.0.1. Sc
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers_ui import ANSWER, ODD_NOTE, ODD_TITLE, ChatServer
+from helpers_ui import ANSWER, ODD_NOTE, ODD_TITLE, ChatServer, scripted_chat
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 pytestmark = pytest.mark.browser
@@ -213,14 +214,24 @@ def test_sources_show_before_the_answer_and_stay_when_generation_fails(page: Pag
 
 
 def test_sources_stay_when_the_user_presses_stop(page: Page, server: ChatServer) -> None:
-    server.ollama.latency = 3.0           # the model takes its time: Stop comes before the first word
+    # the model answers only once Stop was pressed (a state, not a time: on a busy machine a slow model's
+    # answer could otherwise finish before the click)
+    stopped = threading.Event()
+
+    def answer_after_stop(messages: list[dict]) -> str:
+        if "Du bist der Router" not in "\n".join(str(m.get("content", "")) for m in messages):
+            stopped.wait(timeout=TIMEOUT / 1000)
+        return scripted_chat(messages)
+
+    server.ollama.chat_fn = answer_after_stop
     try:
         send(page, "Was ist hybride Suche?")
         page.locator("a.element-link").first.wait_for(timeout=TIMEOUT)
         page.locator("#stop-button").click()
         page.locator("#stop-button").wait_for(state="detached", timeout=TIMEOUT)
     finally:
-        server.ollama.latency = 0.0
+        stopped.set()
+        server.ollama.chat_fn = scripted_chat
     page.wait_for_timeout(500)
     answer = page.locator(".step").filter(has_text="Sources").last
     expect(answer).to_contain_text("Stopped.")
