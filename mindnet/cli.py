@@ -40,6 +40,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 # ---------------------------------------------------------------------------- ingest
 
+from mindnet.cli_render import plural  # noqa: E402 - counts in words ("1 passage", "2 queries"), all output
+
 
 def render_import_report(report, as_json: bool, *, all_unresolved: bool = False) -> None:
     data = report.as_dict()
@@ -51,8 +53,8 @@ def render_import_report(report, as_json: bool, *, all_unresolved: bool = False)
         t.add_row(key, str(data[key]))
     t.add_row("edges by kind", ", ".join(f"{k} {v}" for k, v in data["edges_by_kind"].items()))
     t.add_row("unresolved links", f"{data['unresolved_count']} to "
-                                  f"{len(report.unresolved_targets(None))} targets")
-    t.add_row("attachments", f"{data['attachments']} links to files (images, PDFs, ...)")
+                                  f"{plural(len(report.unresolved_targets(None)), 'target')}")
+    t.add_row("attachments", f"{plural(data['attachments'], 'link')} to files (images, PDFs, ...)")
     if data["links_by_syntax"]:
         t.add_row("links", ", ".join(f"{k} {v}" for k, v in data["links_by_syntax"].items())
                   + f"; external URLs {data['urls']}")
@@ -60,22 +62,22 @@ def render_import_report(report, as_json: bool, *, all_unresolved: bool = False)
                   + " (id, alias, title: where Obsidian would leave the link unresolved)")
     if data["ambiguous_names"]:
         t.add_row("ambiguous names", ", ".join(
-            f"{escape(a['name'])!r} ({a['notes']} notes, linked from {a['linking_notes']})"
+            f"'{escape(a['name'])}' ({plural(a['notes'], 'note')}, linked from {a['linking_notes']})"
             for a in data["ambiguous_names"][:5]) + " (a link goes to the one in its folder, else nearest the root)")
     if data["anchors_unresolved"]:
-        t.add_row("unresolved anchors", f"{data['anchors_unresolved']} links to a heading or block their note does "
-                                        f"not have (each listed below; linked to the whole note)")
+        t.add_row("unresolved anchors", f"{plural(data['anchors_unresolved'], 'link')} to a heading or block their "
+                                        f"note does not have (each listed below; linked to the whole note)")
     if data["mention_sources_top"]:
         top = ", ".join(f"{m['note']} {m['mentions']}" for m in data["mention_sources_top"][:5])
-        t.add_row("mentions", f"{data['mention_edges']} edges; most from {escape(top)}")
+        t.add_row("mentions", f"{plural(data['mention_edges'], 'edge')}; most from {escape(top)}")
     if data["mention_common"]:
-        t.add_row("common names", ", ".join(f"{escape(m['name'])!r} in {m['notes']} notes"
+        t.add_row("common names", ", ".join(f"'{escape(m['name'])}' in {plural(m['notes'], 'note')}"
                                             for m in data["mention_common"][:5])
                   + " (common: damped or no mention edges, types.yaml `mentions`)")
-    t.add_row("embedding", f"{data['embedded_texts']} texts in {data['embedding_calls']} calls, "
+    t.add_row("embedding", f"{plural(data['embedded_texts'], 'text')} in {plural(data['embedding_calls'], 'call')}, "
                            f"{data['seconds_embedding']:.2f} s; searchable after {data['seconds_phase1']:.2f} s")
     if data["vectors_missing"]:
-        t.add_row("not embedded yet", f"{data['vectors_missing']} chunks (run the import again to add them)")
+        t.add_row("not embedded yet", f"{plural(data['vectors_missing'], 'chunk')} (run the import again to add them)")
     other = data["seconds_total"] - data["seconds_embedding"]
     share = 100 * other / data["seconds_total"] if data["seconds_total"] else 0
     t.add_row("time", f"{data['seconds_total']:.2f} s total, {other:.2f} s ({share:.0f}%) besides embedding")
@@ -105,7 +107,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         app.close()   # releases the index folder for the next process (or the next command)
     render_import_report(report, args.json, all_unresolved=args.verbose or args.list_all)
     if args.strict and report.issues:
-        err_console.print(f"--strict: {len(report.issues)} problems reported; exiting with 1")
+        err_console.print(f"--strict: {plural(len(report.issues), 'problem')} reported; exiting with 1")
         return 1
     return 0
 
@@ -115,10 +117,10 @@ PROGRESS_EVERY_S = 5.0     # without a terminal: one progress line this often
 
 def progress_line(p: dict) -> str:
     """One plain line of an import's progress (logs and pipes, where no bar is drawn)."""
-    parts = [f"{p['phase'] or 'starting'}:", f"{p['notes_written']} of {p['notes_to_write'] or p['notes']} notes "
-             f"written" if p["notes_to_write"] else f"{p['notes']} notes read"]
+    parts = [f"{p['phase'] or 'starting'}:", f"{p['notes_written']} of {plural(p['notes_to_write'], 'note')} "
+             f"written" if p["notes_to_write"] else f"{plural(p['notes'], 'note')} read"]
     if p["texts_total"]:
-        parts.append(f"{p['texts_embedded']} of {p['texts_total']} texts embedded")
+        parts.append(f"{p['texts_embedded']} of {plural(p['texts_total'], 'text')} embedded")
     if p["texts_per_s"]:
         parts.append(f"{p['texts_per_s']:g} texts/s")
     if p["eta_seconds"] is not None:
@@ -163,8 +165,8 @@ def _ingest_with_progress(app, vault: Path, args: argparse.Namespace):
             if args.yes:
                 return True
             bar.stop()
-            return _confirm(f"delete {deleting} of the {indexed} notes in the index (the vault {vault} no longer "
-                            f"has them)?")
+            return _confirm(f"delete {deleting} of the {plural(indexed, 'note')} in the index (the vault {vault} "
+                            f"no longer has them)?")
 
         return app.ingest(vault, full=args.full, progress=progress, confirm_deletes=confirm)
 
@@ -193,6 +195,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         report = check_index(app.store)
         graph = graph_status(app.store)
         audits = link_audit(app.store) if getattr(args, "links", False) else None
+        paths = {} if args.json else _note_paths(app.store, {u["note_id"] for u in report.unresolved})
     except StoreError as exc:
         if app.opened:        # a damaged index: main reports it with how to repair it
             raise
@@ -208,20 +211,37 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         if audits is not None:
             render_link_audit(data["links"])
-        console.print(f"notes {data['notes']}, chunks {data['chunks']}, edges {data['edges']}")
-        for key in ("missing_collections", "dangling_edges", "orphan_chunks", "missing_chunks", "unlisted",
-                    "unfinished_notes", "missing_indexes", "unfinished_import"):
-            if data[key]:
-                console.print(f"[red]{key}[/red]: {len(data[key])}  e.g. {escape(str(data[key][:3]))}")
-        console.print(f"unresolved links: {len(data['unresolved'])}")
-        if data["graph"] in ("stale", "missing", "corrupt"):
-            console.print(f"link graph file: {data['graph']} (rebuilt from the edges when the index is next "
-                          f"opened by an import or a server)")
-        if data["unembedded"]:
-            console.print(f"not embedded yet: {data['unembedded']} chunks (found by keywords and links; "
-                          f"`mindnet ingest` or a running server adds their vectors)")
-        console.print(_check_verdict(data))
+        render_check(data | {"unresolved": [u | {"path": paths.get(u["note_id"])} for u in data["unresolved"]]},
+                     verbose=args.list_all)
     return 1 if report.broken else 0
+
+
+def _note_paths(store, note_ids: set[str]) -> dict[str, str]:  # noqa: ANN001 - a Store
+    """note id -> vault path, for the notes `check` names."""
+    from mindnet.store.collections import point_id
+    ids = sorted(note_ids)
+    records = store.retrieve("notes", [point_id(i) for i in ids], payload=["note_id", "path"]) if ids else []
+    return {r.payload["note_id"]: r.payload.get("path") for r in records if r.payload.get("note_id")}
+
+
+def render_check(data: dict, *, verbose: bool = False) -> None:
+    """Counts, then each problem by name (the first CHECK_SHOWN unless `verbose`), then the verdict."""
+    from mindnet.cli_render import CHECK_SHOWN, check_problems, plural
+    console.print(f"notes {data['notes']}, chunks {data['chunks']}, edges {data['edges']}; "
+                  f"{plural(len(data['unresolved']), 'unresolved link')}", highlight=False)
+    problems = check_problems(data)
+    shown = problems if verbose else problems[:CHECK_SHOWN]
+    for key, line in shown:
+        console.print((f"[red]{key}[/red]: " if key else "") + escape(line), highlight=False)
+    if len(problems) > len(shown):
+        console.print(f"... and {len(problems) - len(shown)} more (--verbose for all)", highlight=False)
+    if data["graph"] in ("stale", "missing", "corrupt"):
+        console.print(f"link graph file: {data['graph']} (rebuilt from the edges when the index is next "
+                      f"opened by an import or a server)")
+    if data["unembedded"]:
+        console.print(f"not embedded yet: {plural(data['unembedded'], 'chunk')} (found by keywords and links; "
+                      f"`mindnet ingest` or a running server adds their vectors)", highlight=False)
+    console.print(_check_verdict(data))
 
 
 def link_line(link: dict) -> str:
@@ -242,7 +262,7 @@ def link_line(link: dict) -> str:
     if link.get("by") in ("id", "alias", "title"):
         by += ": mindnet goes further, Obsidian leaves it unresolved"
     if int(link.get("candidates") or 1) > 1:
-        by += f"; {link['candidates']} notes have this name"
+        by += f"; {plural(int(link['candidates']), 'note')} have this name"
     kind = "" if link.get("kind") == "references" else f", {link.get('kind')}"
     return f"{written} -> {where} ({by}; {syntax}{kind})"
 
@@ -269,24 +289,16 @@ def _check_verdict(data: dict) -> str:
     return f"[red]index BROKEN[/red]: run `{fix}`"
 
 
-def render_hits(data: dict, explain: bool) -> None:
+def render_hits(data: dict, explain: bool, query: str = "") -> None:
+    """Per hit: rank, name, score, path and a two-line excerpt with the question's words in bold; `explain` adds
+    the score's terms and the reasons in words (mindnet/cli_render.py)."""
+    from mindnet.cli_render import print_hits
+    from mindnet.retrieval.results import highlight_words
     if (data.get("trace") or {}).get("notice"):
         err_console.print(f"[yellow]note:[/yellow] {escape(data['trace']['notice'])}", highlight=False)
-    t = Table(title=f"{data['mode']} search (query_id {data['query_id']})")
-    for col in ("#", "score", "breakdown", "title", "path"):
-        t.add_column(col, overflow="fold")
-    if explain:
-        t.add_column("why", overflow="fold")
-    for i, h in enumerate(data["hits"], 1):
-        b = h["score_breakdown"] or {}
-        more = f" (+{len(h['passages'])} passages)" if h.get("passages") else ""
-        row = [str(i), f"{h['score']:.3f}",
-               f"sem {b.get('semantic_term', 0):.3f} + edge {b.get('edge_term', 0):.3f} + "
-               f"cent {b.get('centrality_term', 0):.3f}", escape((h["title"] or "") + more), escape(h["path"] or "")]
-        if explain:
-            row.append(escape("\n".join((h.get("explanation") or {}).get("reasons", [])[:4])))
-        t.add_row(*row)
-    console.print(t)
+    if not query:   # the question as searched (with its other phrasings)
+        query = " ".join(((data.get("trace") or {}).get("queries") or {}).get("dense") or [])
+    print_hits(console, data, explain, highlight_words(query))
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -317,28 +329,26 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
-        render_hits(data, args.explain)
+        render_hits(data, args.explain, args.text)
     return 0
 
 
 def render_eval(data: dict) -> None:
-    t = Table(title=f"{data['dataset']} ({data['docs']} notes, {data['queries']} queries), embedding "
-                    f"{data['embedding']}, top_k {data['top_k']}, configured depth {data['depth']}")
-    metrics = [k for k in next(iter(data["modes"].values())) if k not in ("latency_ms", "latency_ratio")]
-    for col in ("mode", *metrics, "median ms", "p95 ms", "x plain"):
-        t.add_column(col, justify="left" if col == "mode" else "right")
-    for mode, m in data["modes"].items():
-        t.add_row(mode, *(f"{m[k]:.4f}" for k in metrics), f"{m['latency_ms']['median']:.1f}",
-                  f"{m['latency_ms']['p95']:.1f}", f"{m['latency_ratio']['median']:.2f}")
-    console.print(t)
+    """One table that fits 80 columns (short mode names, a legend under it, every number whole)."""
+    from mindnet.cli_render import counts_by_kind, eval_footer, eval_table, eval_title, plural, shares
+    console.print(eval_title(data), highlight=False, markup=False)
+    console.print(eval_table(data))
+    console.print(eval_footer(data), highlight=False, markup=False, style="dim")
     imp = data["import"]
-    console.print(f"import: {imp['notes']} notes, {imp['chunks']} chunks, {imp['edges']} edges "
-                  f"{imp['edges_by_kind']}, {imp['embedded_texts']} texts embedded, "
-                  f"{imp['seconds_total']:.1f} s; index in {data['work_dir']}", highlight=False)
+    kinds = f" ({counts_by_kind(imp['edges_by_kind'])})" if imp.get("edges_by_kind") else ""
+    console.print(f"import: {plural(imp['notes'], 'note')}, {plural(imp['chunks'], 'chunk')}, "
+                  f"{plural(imp['edges'], 'edge')}{kinds}, "
+                  f"{plural(imp['embedded_texts'], 'text')} embedded, {imp['seconds_total']:.1f} s; index in "
+                  f"{escape(data['work_dir'])}", highlight=False)
     if data.get("mocs"):
         m = data["mocs"]
-        console.print(f"{m['count']} index notes with {m['links']} links injected; queries with an index note "
-                      f"in the top 10: {m['queries_with_moc_in_top10']}", highlight=False)
+        console.print(f"{plural(m['count'], 'index note')} with {plural(m['links'], 'link')} injected; queries "
+                      f"with an index note in the top 10: {shares(m['queries_with_moc_in_top10'])}", highlight=False)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -428,7 +438,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     def show(r: Reimport) -> None:
         d = r.as_dict()
         what = ", ".join(f"{k} {d[k]}" for k in ("new", "changed", "moved", "deleted") if d[k]) or "no changes"
-        console.print(f"re-imported {escape(r.label)!r} in {r.seconds:.1f} s: {what}", highlight=False)
+        console.print(f"re-imported '{escape(r.label)}' in {r.seconds:.1f} s: {what}", highlight=False)
         for line in d["skipped"]:
             console.print(escape(line), highlight=False)
 
@@ -455,7 +465,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def render_feedback(data: dict) -> None:
     a = data["answers"]
-    console.print(f"{data['feedback_count']} ratings ({data['unmatched']} unmatched); generated answers: "
+    console.print(f"{plural(data['feedback_count'], 'rating')} ({data['unmatched']} unmatched); generated answers: "
                   f"{a['count']} rated, mean {a['mean_score'] if a['mean_score'] is not None else '-'}")
     t = Table(title="Answers per strategy")
     for col in ("strategy", "ratings", "mean score"):
@@ -498,17 +508,13 @@ def _suggest_target(target: str, settings: Settings) -> dict:
 
 
 def render_suggestions(data: dict) -> None:
+    from mindnet.cli_render import llm_words, plural, print_link_suggestions
     src = data["source"]
     where = src["path"] or "(draft)"
-    console.print(f"[bold]{escape(src['title'])}[/bold] {escape(where)}: {src['chunks']} chunks, "
-                  f"{src['embedded']} embedded now, {len(src['linked'])} notes linked already", highlight=False)
-    t = Table(title="Link suggestions")
-    for col in ("#", "conf", "kind", "note", "via", "why"):
-        t.add_column(col, overflow="fold")
-    for i, s in enumerate(data["links"], 1):
-        t.add_row(str(i), f"{s['confidence']:.2f}", s["relation"]["kind"], escape(s["title"]), "+".join(s["sources"]),
-                  escape(f"{s['reason']}; kind: {s['relation']['reason']}"))
-    console.print(t)
+    console.print(f"[bold]{escape(src['title'])}[/bold] {escape(where)}: {plural(src['chunks'], 'chunk')}, "
+                  f"{src['embedded']} embedded now, {plural(len(src['linked']), 'note')} linked already",
+                  highlight=False)
+    print_link_suggestions(console, data["links"])
     for m in data["mentions"]:
         console.print(escape(f"line {m['span']['line']}: '{m['span']['surface']}' names [[{m['title']}]] "
                              f"({m['confidence']:.2f})"), highlight=False)
@@ -524,7 +530,7 @@ def render_suggestions(data: dict) -> None:
                       f"{escape(d['reason'])}", highlight=False)
     for warning in data["warnings"]:
         console.print(f"[yellow]warning[/yellow]: {escape(warning)}", highlight=False)
-    console.print(f"[dim]relation kinds by rules; LLM: {escape(str(data['llm']))}[/dim]", highlight=False)
+    console.print(f"[dim]relation kinds by rules; LLM: {escape(llm_words(data['llm']))}[/dim]", highlight=False)
 
 
 def _confirm(question: str) -> bool:
@@ -566,14 +572,14 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         plan = plan_edges(settings.vault_root, result.source.path or "", links)
         sys.stdout.write(plan.diff)      # as is: a wrapped diff line would be a lie
         sys.stdout.flush()
-        if not args.yes and not _confirm(f"write {len(links)} edges to {plan.rel_path}?"):
+        if not args.yes and not _confirm(f"write {plural(len(links), 'edge')} to {plan.rel_path}?"):
             err_console.print("not written (answer y, or pass --yes when stdin is not a terminal)")
             return 1
         backup = write_plan(plan, settings.vault_root)
         report = mindnet.ingest()
     finally:
         mindnet.close()
-    console.print(f"wrote {len(links)} edges to {escape(plan.rel_path)}; backup: {escape(str(backup))}; "
+    console.print(f"wrote {plural(len(links), 'edge')} to {escape(plan.rel_path)}; backup: {escape(str(backup))}; "
                   f"re-imported ({report.changed} changed, {report.new} new)", highlight=False)
     return 0
 
@@ -623,7 +629,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         for path in paths:
             console.print(f"{label:9} {escape(str(path))}", highlight=False)
     if report.kept:
-        console.print(f"{len(report.kept)} existing files kept; `mindnet init --force` overwrites them "
+        console.print(f"{plural(len(report.kept), 'existing file')} kept; `mindnet init --force` overwrites them "
                       "with the shipped defaults", highlight=False, soft_wrap=True)
     console.print(f"mindnet reads ./config, ./prompts and ./.env when it runs from {escape(str(report.folder))}",
                   highlight=False, soft_wrap=True)
@@ -665,6 +671,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--links", action="store_true",
                    help="also list, per note, what every link resolved to and by which rule")
+    p.add_argument("--verbose", dest="list_all", action="store_true",
+                   help="name every problem and unresolved link (default: the first 20)")
 
     p = sub.add_parser("query", help="search the index (semantic or hybrid) and explain the hits")
     p.add_argument("text", help="what you are looking for")

@@ -64,7 +64,7 @@ def test_query_groups_by_note_unless_asked_for_chunks(index_env: Path, capsys: p
 
 def test_query_table_shows_the_passages_of_a_note(index_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["query", "q", "--mode", "semantic"]) == 0
-    assert "B (+1 passages)" in capsys.readouterr().out
+    assert "concepts/b.md (+1 passage)\n" in capsys.readouterr().out
 
 
 def test_query_can_run_twice_in_one_process(index_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
