@@ -27,6 +27,7 @@ _EXPORTS = {
     "Mindnet": "mindnet.service",
     "Settings": "mindnet.settings",
     "make_embedding": "mindnet.backends",
+    "cached_embedding": "mindnet.embeddings",
     "make_llm": "mindnet.backends",
     "open_store": "mindnet.store.factory",
     "Store": "mindnet.store.engine",

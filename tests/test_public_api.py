@@ -5,7 +5,7 @@ import mindnet
 EXPECTED = [
     "Explanation", "Importer", "MarkdownNoteParser", "Mindnet", "MindnetError", "MindnetRetriever",
     "MindnetScorer", "QueryRequest", "RetrievalResult", "ScoreBreakdown", "Settings", "SparseEncoder", "Store",
-    "VaultTools", "aggregate_by_note", "chunk_vector_store", "expand", "make_embedding", "make_llm",
+    "VaultTools", "aggregate_by_note", "cached_embedding", "chunk_vector_store", "expand", "make_embedding", "make_llm",
     "mindnet_tools", "open_store", "read_vault", "rerank_head_tail",
 ]
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from fake_ollama import FakeOllama
 
-from mindnet.cached_embedding import CachedEmbedding
+from mindnet.embeddings import CachedEmbedding
 from mindnet.service import Mindnet
 from mindnet.settings import REPO_ROOT, SAMPLE_VAULT, Settings
 

