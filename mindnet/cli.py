@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mindnet.cli_render import plural  # counts in words ("1 passage", "2 queries") in all output
 from mindnet.errors import MindnetError, NoteNotFoundError
 from mindnet.settings import Settings, package_version
 
@@ -39,8 +40,6 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 # ---------------------------------------------------------------------------- ingest
-
-from mindnet.cli_render import plural  # noqa: E402 - counts in words ("1 passage", "2 queries"), all output
 
 
 def render_import_report(report, as_json: bool, *, all_unresolved: bool = False) -> None:
@@ -381,7 +380,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         if args.make_queries:
-            console.print(f"wrote {data['queries']} questions to {escape(args.make_queries)}" + "".join(
+            console.print(f"wrote {plural(data['queries'], 'question')} to {escape(args.make_queries)}" + "".join(
                 f"; skipped {why}: {n}" for why, n in data.get("skipped", {}).items()), highlight=False)
         render_eval(data)
     return 0
