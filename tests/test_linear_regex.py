@@ -126,3 +126,15 @@ def test_the_interview_note_detector_is_linear_and_keeps_its_meaning(reply, expe
     from mindnet.chat.interview import contains_note
     with fails_after(60):
         assert contains_note(reply) is expected
+
+
+@pytest.mark.parametrize("unit", ["[", "[x](", "[[", "![[a|"])
+def test_the_cli_excerpt_reads_runs_of_open_brackets_at_once(unit):
+    """`mindnet query` shows a passage as plain text; 400,000 characters of unclosed links took minutes with
+    patterns that scanned past the next '[' (quadratic), and are read at once now."""
+    from mindnet.cli_render import plain_text
+
+    with fails_after(60):
+        text = plain_text(unit * (400_000 // len(unit)) + " Ende")
+    assert text.endswith("Ende")
+    assert plain_text("See [[Qdrant|the DB]] and [text](http://x)") == "See the DB and text"
