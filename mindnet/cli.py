@@ -225,7 +225,7 @@ def _note_paths(store, note_ids: set[str]) -> dict[str, str]:  # noqa: ANN001 - 
 
 def render_check(data: dict, *, verbose: bool = False) -> None:
     """Counts, then each problem by name (the first CHECK_SHOWN unless `verbose`), then the verdict."""
-    from mindnet.cli_render import CHECK_SHOWN, check_problems, plural
+    from mindnet.cli_render import CHECK_SHOWN, check_problems
     console.print(f"notes {data['notes']}, chunks {data['chunks']}, edges {data['edges']}; "
                   f"{plural(len(data['unresolved']), 'unresolved link')}", highlight=False)
     problems = check_problems(data)
@@ -334,7 +334,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def render_eval(data: dict) -> None:
     """One table that fits 80 columns (short mode names, a legend under it, every number whole)."""
-    from mindnet.cli_render import counts_by_kind, eval_footer, eval_table, eval_title, plural, shares
+    from mindnet.cli_render import counts_by_kind, eval_footer, eval_table, eval_title, shares
     console.print(eval_title(data), highlight=False, markup=False)
     console.print(eval_table(data))
     console.print(eval_footer(data), highlight=False, markup=False, style="dim")
