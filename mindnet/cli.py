@@ -507,7 +507,7 @@ def _suggest_target(target: str, settings: Settings) -> dict:
 
 
 def render_suggestions(data: dict) -> None:
-    from mindnet.cli_render import llm_words, plural, print_link_suggestions
+    from mindnet.cli_render import llm_words, print_link_suggestions
     src = data["source"]
     where = src["path"] or "(draft)"
     console.print(f"[bold]{escape(src['title'])}[/bold] {escape(where)}: {plural(src['chunks'], 'chunk')}, "
