@@ -138,3 +138,15 @@ def test_the_cli_excerpt_reads_runs_of_open_brackets_at_once(unit):
         text = plain_text(unit * (400_000 // len(unit)) + " Ende")
     assert text.endswith("Ende")
     assert plain_text("See [[Qdrant|the DB]] and [text](http://x)") == "See the DB and text"
+
+
+def test_long_texts_are_tokenized_in_pieces_with_the_same_words():
+    """A 2 MB note is cleaned and split a piece of lines at a time (no single regex call holds the interpreter
+    lock for long); the words are exactly those of the whole text at once."""
+    from mindnet.indexing import sparse
+
+    line = "Die [Suche](https://x.y/a(b)) mit <b>BM25</b> und e-mail-Adressen: www.example.org ü-ß 42\n"
+    text = line * 30_000 + "](" * 5_000 + "\nEnde"
+    assert len(text) > 4 * sparse.PIECE_CHARS
+    assert sparse._clean_words(text) == sparse._words(sparse._clean(text))
+    assert sparse.tokenize(text)[-1] == "end"
