@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,16 @@ def public_text(text: str, settings: Settings) -> str:
     return text
 
 
+class RequestThreads(ThreadPoolExecutor):
+    """The server loop's default executor (`asyncio.to_thread`: searches, embedding and LLM calls). On shutdown
+    `asyncio.run` waits for the default executor without a time limit (Python 3.11): a request waiting on a slow
+    model held `mindnet serve`'s stop for 86 s. This one does not wait for running calls; they only read, and
+    `mindnet serve` ends the process once the index is closed."""
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        super().shutdown(wait=False, cancel_futures=True)
+
+
 def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: str | None = None) -> FastAPI:
     """The HTTP API; with `ui`, the Chainlit chat is mounted at /ui (once per process) and / redirects there.
 
@@ -114,8 +125,14 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with mcp.running():
-            yield
+        asyncio.get_running_loop().set_default_executor(RequestThreads(thread_name_prefix="mindnet-request"))
+        try:
+            async with mcp.running():
+                yield
+        finally:
+            if ui:
+                from mindnet.ui.threads import close_data_layers
+                await close_data_layers()
 
     app = FastAPI(title="mindnet", description="Graph-aware retrieval and chat over a Markdown vault",
                   docs_url=None, redoc_url=None, lifespan=lifespan)

@@ -7,8 +7,10 @@ Translates arguments into calls on core objects and renders their results; no lo
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -419,12 +421,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # uvicorn stops gracefully on SIGTERM, then raises the signal again: with Python's default handler that would
     # end the process before the `finally` below closes the index
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    logging.getLogger("uvicorn.error").addFilter(_quiet_cancel_at_stop)
     try:
-        uvicorn.run(app, host=args.host, port=port, log_level="warning")
+        # an open tab or an answer still streaming must not hold the stop: after 3 s uvicorn cancels what runs
+        # (an in-flight answer waiting on the LLM held it 86 s)
+        uvicorn.run(app, host=args.host, port=port, log_level="warning", timeout_graceful_shutdown=3)
     finally:
-        mindnet.live.stop()
-        mindnet.close()    # flushes and releases the index folder
+        # uvicorn re-raises the SIGTERM it caught once it has stopped, so this `finally` is the one exit path
+        try:
+            mindnet.live.stop()
+            mindnet.close()    # flushes and releases the index folder
+        finally:
+            _abandon_waiting_calls()
     return 0
+
+
+def _abandon_waiting_calls(grace: float = 1.0) -> None:
+    """End the process once the index is closed, even if worker threads still wait on Ollama: Python joins the
+    request threads at exit, and a call to a slow LLM or embedding model would hold the stop for minutes. They
+    only read (the import's threads were stopped before the index closed), so nothing is lost by not waiting."""
+    deadline = time.monotonic() + grace
+    waiting = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    for thread in waiting:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    waiting = [t for t in waiting if t.is_alive()]
+    if not waiting:
+        return
+    names = ", ".join(sorted({t.name.rsplit("_", 1)[0] for t in waiting}))
+    err_console.print(f"stopped without waiting for {plural(len(waiting), 'running call')} ({names})", highlight=False)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _warm_and_freeze(mindnet) -> None:  # noqa: ANN001 - a Mindnet
@@ -436,6 +464,11 @@ def _warm_and_freeze(mindnet) -> None:  # noqa: ANN001 - a Mindnet
     mindnet.warm()
     gc.collect()
     gc.freeze()
+
+
+def _quiet_cancel_at_stop(record: logging.LogRecord) -> bool:
+    """Drop uvicorn's traceback for an answer it cancelled because the server stops: the stop was asked for."""
+    return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
 
 
 def _stop_on_sigterm(signum: int, frame: object) -> None:

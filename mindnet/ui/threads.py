@@ -104,6 +104,17 @@ class SQLiteDataLayer(SQLAlchemyDataLayer):
         return await super().execute_sql(query, params)
 
 
+# the data layers Chainlit opened: a mounted Chainlit app gets no shutdown of its own, so the server closes them
+_open_layers: list[SQLiteDataLayer] = []
+
+
+async def close_data_layers() -> None:
+    """Close the SQLite connections at server stop: left open, their worker thread fails on the closed loop
+    and prints a traceback into the user's terminal."""
+    while _open_layers:
+        await _open_layers.pop().close()
+
+
 def enable_threads(cache_dir: Path, *, token_login: bool) -> Path:
     """Persist chats in the data folder and, without a token login, log the local user in by itself."""
     import chainlit as cl
@@ -111,7 +122,11 @@ def enable_threads(cache_dir: Path, *, token_login: bool) -> Path:
     from chainlit.utils import wrap_user_function
 
     path = create_schema(threads_path(cache_dir))
-    config.code.data_layer = lambda: SQLiteDataLayer(path)
+
+    def open_layer() -> SQLiteDataLayer:
+        _open_layers.append(SQLiteDataLayer(path))
+        return _open_layers[-1]
+    config.code.data_layer = open_layer
     if not token_login:
         async def local_user(headers: Any) -> cl.User:
             return cl.User(identifier=LOCAL_USER, metadata={"provider": "local"})
