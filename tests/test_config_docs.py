@@ -55,3 +55,8 @@ def test_no_path_of_this_machine() -> None:
     text = config_docs.render()
     assert str(PACKAGE_ROOT) not in text and str(REPO_ROOT) not in text
     assert "<package>/sample_vault" in text
+
+
+def test_the_extra_notes_name_real_fields() -> None:
+    assert set(config_docs.ENV_DETAILS) <= set(Settings.model_fields)
+    assert not set(config_docs.EXTRA_ENV) & {f"MINDNET_{n.upper()}" for n in Settings.model_fields}
