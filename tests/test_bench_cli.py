@@ -1,5 +1,5 @@
 """The CLI start-up benchmark runs end to end (a smoke run: one run per command, the benchmark-only embedding)
-and reports every command; the figures themselves are measured by hand (README)."""
+and reports every command; the figures themselves are measured by hand (docs/benchmarks.md)."""
 
 from __future__ import annotations
 

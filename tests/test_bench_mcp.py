@@ -1,5 +1,5 @@
 """The MCP latency benchmark runs end to end (a smoke run: 3 calls per transport, the benchmark-only embedding)
-and reports a figure for each transport; the figures themselves are measured by hand (README)."""
+and reports a figure for each transport; the figures themselves are measured by hand (docs/benchmarks.md)."""
 
 from __future__ import annotations
 

