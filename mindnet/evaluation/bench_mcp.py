@@ -73,7 +73,9 @@ def bench_stdio(env: dict[str, str], work: Path, args: dict[str, Any], calls: in
     from mcp import StdioServerParameters
     from mcp.client.stdio import stdio_client
     params = StdioServerParameters(command=sys.executable, args=["-m", "mindnet.cli", "mcp"], env=env, cwd=str(work))
-    return anyio.run(_mcp_calls, stdio_client(params), args, calls)
+    # the server's stderr into a file: the default (sys.stderr) has no file descriptor under pytest's capsys
+    with (work / "mcp-stdio.log").open("w", encoding="utf-8") as errlog:
+        return anyio.run(_mcp_calls, stdio_client(params, errlog=errlog), args, calls)
 
 
 def bench_http(env: dict[str, str], work: Path, args: dict[str, Any], calls: int) -> tuple[list[float], list[float]]:
