@@ -422,6 +422,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # end the process before the `finally` below closes the index
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     logging.getLogger("uvicorn.error").addFilter(_quiet_cancel_at_stop)
+    threading.excepthook = _quiet_closed_loop(threading.excepthook)
     try:
         # an open tab or an answer still streaming must not hold the stop: after 3 s uvicorn cancels what runs
         # (an in-flight answer waiting on the LLM held it 86 s)
@@ -469,6 +470,16 @@ def _warm_and_freeze(mindnet) -> None:  # noqa: ANN001 - a Mindnet
 def _quiet_cancel_at_stop(record: logging.LogRecord) -> bool:
     """Drop uvicorn's traceback for an answer it cancelled because the server stops: the stop was asked for."""
     return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
+def _quiet_closed_loop(hook):  # noqa: ANN001, ANN202 - threading.excepthook's type
+    """A worker thread that finishes after the server's loop has closed (the chat history's SQLite connection
+    of an answer cancelled at stop) fails handing its result back; that is the stop, not an error to print."""
+    def quiet(args: threading.ExceptHookArgs) -> None:
+        if isinstance(args.exc_value, RuntimeError) and str(args.exc_value) == "Event loop is closed":
+            return
+        hook(args)
+    return quiet
 
 
 def _stop_on_sigterm(signum: int, frame: object) -> None:
