@@ -29,6 +29,7 @@ from mindnet.errors import DraftConflictError, DraftError, MindnetError, VaultWr
 from mindnet.logs import GENERATED_ANSWER
 from mindnet.ui import render, threads
 from mindnet.ui import suggest as suggest_ui  # registers the draft editor's `draft_analyze` action
+from mindnet.ui.escaping import code_span
 from mindnet.ui.registry import get_mindnet
 
 log = logging.getLogger(__name__)
@@ -446,9 +447,9 @@ async def on_draft_save(action: cl.Action) -> dict[str, Any] | None:
     report = saved.get("import") or {}
     imported = render.import_markdown(report) if report else "Imported."
     backup = saved.get("backup")
-    kept = f" The note's previous text is kept in {render.code_span(backup)}." if backup else ""
+    kept = f" The note's previous text is kept in {code_span(backup)}." if backup else ""
     await cl.Message(content=f"Saved **{render.escape(saved.get('title'))}** to "
-                             f"{render.code_span(saved.get('path'))}.{kept} {imported}").send()
+                             f"{code_span(saved.get('path'))}.{kept} {imported}").send()
     return {"saved": True, "path": str(saved.get("path")), "note_id": saved.get("note_id"), "backup": backup}
 
 
