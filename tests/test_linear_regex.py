@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from helpers_guard import fails_after
 
-from mindnet.chat import sanitizer
+from mindnet.chat import draft_parse
 from mindnet.indexing.chunker import split_blocks
 from mindnet.indexing.sparse import tokenize
 from mindnet.vault.headings import first_h1, heading_text, parse_heading
@@ -88,8 +88,8 @@ def test_the_bm25_tokenizer_still_drops_closed_tags_and_link_targets():
 )
 def test_sanitizer_line_patterns_are_linear_on_lines_that_do_not_match(line):
     with fails_after(60):
-        assert sanitizer._FENCE.match(line) is None
-        assert sanitizer._KEY_LINE.match(line) is None
+        assert draft_parse._FENCE.match(line) is None
+        assert draft_parse._KEY_LINE.match(line) is None
 
 
 @pytest.mark.parametrize(
@@ -98,14 +98,14 @@ def test_sanitizer_line_patterns_are_linear_on_lines_that_do_not_match(line):
      ("  key  : v  ", "key", "v  "), ("http://x", None, None), ("a:b", None, None)],
 )
 def test_sanitizer_key_lines_keep_their_meaning(line, key, value):
-    m = sanitizer._KEY_LINE.match(line)
+    m = draft_parse._KEY_LINE.match(line)
     assert (m["key"].rstrip(), m["value"]) == (key, value) if key else m is None
 
 
 def test_a_draft_with_a_pathological_heading_is_sanitised_at_once():
     text = "---\ntitle: T\n---\n# T" + SPACES + "x\n\n## Nächste Schritte" + SPACES + "#\n"
     with fails_after(60):
-        headings = sanitizer._headings(text.split("\n"))
+        headings = draft_parse._headings(text.split("\n"))
     assert [(level, title) for _, level, title in headings] == [(1, "T" + SPACES + "x"), (2, "Nächste Schritte")]
 
 

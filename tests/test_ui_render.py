@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 from helpers_ui import DRAFT_REPLY
 
-from mindnet.ui import render
+from mindnet.ui import escaping, render
 
 BREAKDOWN = {"semantic": 1.0, "dense": 0.9, "lexical": 0.8, "retriever_weight": 0.9, "edge_bonus": 0.6,
              "centrality_bonus": 1.0, "semantic_weight": 1.0, "edge_weight": 0.3, "centrality_weight": 0.2,
@@ -60,7 +60,7 @@ def test_a_source_shows_its_file_name_with_its_title_beside_it() -> None:
 
 
 def test_notices_keep_their_code_spans_and_escape_the_rest() -> None:
-    assert render.inline_markdown("start `ollama serve` *now*") == "start `ollama serve` \\*now\\*"
+    assert escaping.inline_markdown("start `ollama serve` *now*") == "start `ollama serve` \\*now\\*"
 
 
 def test_cut_off_answer_is_marked_and_keeps_its_sources() -> None:
@@ -113,7 +113,7 @@ def test_import_progress_never_shows_zero_of_zero_and_the_report_lists_problems(
     ("no image [here](http://x.example)", "no image [here](http://x.example)"),
 ])
 def test_images_in_an_answer_become_plain_links(text: str, shown: str) -> None:
-    assert render.images_as_links(text) == shown
+    assert escaping.images_as_links(text) == shown
 
 
 def test_no_answer_markdown_holds_an_image_a_commonmark_parser_would_load() -> None:
@@ -129,5 +129,5 @@ def test_no_answer_markdown_holds_an_image_a_commonmark_parser_would_load() -> N
 
 
 def test_a_path_in_a_code_span_cannot_break_out() -> None:
-    assert render.code_span("a`b ![x](y)") == "``a`b ![x](y)``"
-    assert render.code_span("`x") == "`` `x ``"
+    assert escaping.code_span("a`b ![x](y)") == "``a`b ![x](y)``"
+    assert escaping.code_span("`x") == "`` `x ``"

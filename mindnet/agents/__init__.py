@@ -2,6 +2,7 @@
 and as LlamaIndex tools (`mindnet_tools()`)."""
 
 from mindnet.agents.llama import mindnet_tools
-from mindnet.agents.tools import SPECS, ToolSpec, VaultTools
+from mindnet.agents.specs import SPECS, ToolSpec
+from mindnet.agents.tools import VaultTools
 
 __all__ = ["SPECS", "ToolSpec", "VaultTools", "mindnet_tools"]

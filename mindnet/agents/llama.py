@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.tools import FunctionTool, ToolMetadata
 from pydantic import ValidationError
 
-from mindnet.agents.tools import ToolSpec, VaultTools, tool_error
+from mindnet.agents.specs import ToolSpec, tool_error
+from mindnet.agents.tools import VaultTools
 from mindnet.errors import MindnetError
 
 if TYPE_CHECKING:

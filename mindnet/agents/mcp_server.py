@@ -32,7 +32,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
 
-from mindnet.agents.tools import VaultTools, tool_error
+from mindnet.agents.specs import tool_error
+from mindnet.agents.tools import VaultTools
 from mindnet.errors import MindnetError, NoteNotFoundError
 from mindnet.settings import package_version
 

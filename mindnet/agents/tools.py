@@ -5,8 +5,9 @@
 Each tool is a thin layer over what the API does (`Mindnet.aquery`, `asave_draft`, `aanalyze`, the suggest
 `--apply` write) and returns plain JSON data. What a model can act on - an unknown note (with the closest names),
 an empty query, a path outside the vault, a write over the size limit, a refused overwrite - is a `MindnetError`
-with a message that says what to do; `tool_error` words it for the model. Every call goes to the search history
-(`search_history.jsonl`) with a `query_id` and its source (`mcp` or `agent`).
+with a message that says what to do; `tool_error` (in `mindnet.agents.specs`, with the tools' descriptions) words
+it for the model. Every call goes to the search history (`search_history.jsonl`) with a `query_id` and its source
+(`mcp` or `agent`).
 
 Nothing here holds a lock across a model call: searches and writes take `Mindnet.index_lock` step by step, as the
 chat does, and all blocking work runs in worker threads so a server's event loop keeps answering.
@@ -16,14 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
 
 from mindnet import safe_write
 from mindnet.agents.models import (
@@ -34,8 +30,17 @@ from mindnet.agents.models import (
     RelatedInput,
     SearchInput,
     SuggestLinksInput,
-    ToolInput,
     WriteNoteInput,
+)
+from mindnet.agents.specs import SPEC_BY_NAME, SPECS, ToolSpec
+from mindnet.agents.tool_helpers import (
+    conflict_for_model,
+    distances,
+    frontmatter_type,
+    iso_time,
+    parse_since,
+    passage,
+    too_large,
 )
 from mindnet.errors import (
     DraftConflictError,
@@ -53,76 +58,6 @@ if TYPE_CHECKING:
     from mindnet.analysis.catalog import Catalog, IndexedNote
     from mindnet.service import Mindnet
 
-PASSAGE_CHARS = 700
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool: its name, what a model reads about it, its input model, and whether it writes."""
-
-    name: str
-    title: str
-    description: str
-    model: type[ToolInput]
-    writes: bool = False
-    destructive: bool = False      # may replace text the user wrote (a backup is kept)
-
-    def input_schema(self) -> dict[str, Any]:
-        return self.model.model_json_schema()
-
-
-SPECS: tuple[ToolSpec, ...] = (
-    ToolSpec("search", "Search the notes", (
-        "Search the user's notes (an Obsidian-style Markdown vault) by meaning, keywords and links. Use it first "
-        "for any question the notes may answer. Returns up to top_k notes, best first, each with its vault path, "
-        "title, type, score, the best matching passage and a one-line reason why it matched. Filter by types, "
-        "tags or folder. Cite notes by their path; read a whole note with read_note."), SearchInput),
-    ToolSpec("read_note", "Read a note", (
-        "Read one note by its vault path, id, title or alias. Returns its Markdown, frontmatter, tags, aliases, "
-        "its `version` (needed to change it safely) and its links: outgoing (with kind, target and whether it "
-        "resolved) and incoming (which notes point to it). An unknown note answers with the closest names."),
-        ReadNoteInput),
-    ToolSpec("related", "Notes linked around a note or question", (
-        "The link graph around a note (or around the best notes for a query): the notes up to `depth` hops away "
-        "with their distance, and the typed links between them as data (source, target, kind, rule, confidence). "
-        "Only links the import resolved exactly (wikilinks, Markdown links, typed relations, mentions); no "
-        "guessing. Use it to build context before answering or writing."), RelatedInput),
-    ToolSpec("suggest_links", "Suggest links for a note or draft", (
-        "Save & Analyze: for an indexed note or a Markdown draft, the notes it should link to (typed, with "
-        "confidence and the reason), its likely type and tags, and near-duplicates. Reads only; nothing is "
-        "written. Apply chosen links with add_links."), SuggestLinksInput),
-    ToolSpec("write_note", "Create a note", (
-        "Create a new note in the vault from Markdown and import it at once, so search finds it in the next call; "
-        "the answer lists its links and whether each resolved. The file name comes from the title, the folder "
-        "from the type. An existing note is never replaced unless overwrite is true and replaces gives the "
-        "version you read; the replaced text is kept as a backup. Notes are only written inside the vault."),
-        WriteNoteInput, writes=True, destructive=True),
-    ToolSpec("append_to_note", "Append to a note", (
-        "Append Markdown at the end of an existing note (nothing else in it changes) and re-import it. The old "
-        "text is kept as a backup; pass the version from read_note so an edit the user made since is not "
-        "overwritten."), AppendInput, writes=True, destructive=True),
-    ToolSpec("add_links", "Add typed links to a note", (
-        "Add typed links from a note to other notes: one `> [!edge]` callout block appended at the end of the "
-        "note (one line per kind), a backup kept, the note re-imported. Targets must be existing notes; an "
-        "unknown target answers with the closest names."), AddLinksInput, writes=True, destructive=True),
-    ToolSpec("recent_changes", "Recently changed notes", (
-        "The notes changed since a time (by their file's modification time, from the index), newest first, with "
-        "path, title, type and when. Says whether the index is still importing changes."), RecentChangesInput),
-)
-SPEC_BY_NAME = {s.name: s for s in SPECS}
-
-
-def tool_error(exc: Exception, public: Callable[[str], str] = str) -> str:
-    """An error as the model reads it: what went wrong and what to do (absolute server paths hidden)."""
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "arguments"
-        if first["type"] == "string_too_short" and (first.get("ctx") or {}).get("min_length") == 1:
-            return f"invalid arguments: {where}: must not be empty"
-        if first["type"] == "missing":
-            return f"invalid arguments: {where} is required"
-        return f"invalid arguments: {where}: {first['msg']}"
-    return public(str(exc))
 
 
 class VaultTools:
@@ -167,7 +102,7 @@ class VaultTools:
         hits = [{"rank": i, "path": h.get("path"), "title": h.get("title"), "type": h.get("type"),
                  "score": round(float(h.get("score") or 0.0), 4),
                  "section": " > ".join(map(str, h.get("heading_path") or [])),
-                 "passage": _passage(str(h.get("text") or "")),
+                 "passage": passage(str(h.get("text") or "")),
                  "reason": "; ".join(plain_reasons(h, limit=2)[:3])}
                 for i, h in enumerate(out["hits"], 1)]
         result: dict[str, Any] = {"query_id": out["query_id"], "mode": out["mode"], "hits": hits}
@@ -200,7 +135,7 @@ class VaultTools:
         return {"path": note.path, "note_id": note.note_id, "title": note.title, "names": note.names,
                 "type": note.type, "tags": list(meta.get("tags") or note.tags),
                 "aliases": list(meta.get("aliases") or note.aliases), "frontmatter": meta.get("frontmatter") or {},
-                "updated": _iso(meta.get("updated")), "version": safe_write.version_of(raw),
+                "updated": iso_time(meta.get("updated")), "version": safe_write.version_of(raw),
                 "markdown": text[:max_chars], "truncated": len(text) > max_chars, "chars": len(text),
                 "links_out": links_out, "links_in": links_in}
 
@@ -249,7 +184,7 @@ class VaultTools:
             seeds = [n.note_id for h in found["hits"] if (n := catalog.find(str(h["path"]))) is not None]
         sub = await asyncio.to_thread(m.retriever.neighbourhood, seeds, a.depth, a.edge_kinds or None,
                                       max(4 * a.limit, 100))
-        distance = _distances(seeds, sub.edges)
+        distance = distances(seeds, sub.edges)
         keep = sorted(distance, key=lambda n: (distance[n], n not in seeds))[:a.limit]
         kept = set(keep)
 
@@ -273,7 +208,7 @@ class VaultTools:
     async def suggest_links(self, a: SuggestLinksInput) -> dict[str, Any]:
         limit = self.mindnet.settings.mcp_max_write_bytes
         if a.text is not None and len(a.text.encode("utf-8", "surrogatepass")) > limit:
-            raise QueryError(_too_large(a.text, limit), field="text")
+            raise QueryError(too_large(a.text, limit), field="text")
         request: dict[str, Any] = {"limit": a.limit, "llm": a.llm}
         if a.note:
             catalog = await self.catalog()
@@ -305,7 +240,7 @@ class VaultTools:
         rows = [r for r in await asyncio.to_thread(read) if float(r.get("updated") or 0) >= since.timestamp()]
         rows.sort(key=lambda r: (-float(r.get("updated") or 0), str(r.get("path"))))
         notes = [{"path": r.get("path"), "title": r.get("title"), "type": r.get("type"),
-                  "updated": _iso(r.get("updated"))} for r in rows[:a.limit]]
+                  "updated": iso_time(r.get("updated"))} for r in rows[:a.limit]]
         out: dict[str, Any] = {"since": since.isoformat(timespec="seconds"), "count": len(rows), "notes": notes,
                                "importing": m.importing}
         if m.live is not None:
@@ -321,13 +256,13 @@ class VaultTools:
         m = self.mindnet
         limit = m.settings.mcp_max_write_bytes
         if len(a.markdown.encode("utf-8", "surrogatepass")) > limit:
-            raise QueryError(_too_large(a.markdown, limit), field="markdown")
-        note_type = a.note_type or _frontmatter_type(a.markdown) or m.settings.types.default_type
+            raise QueryError(too_large(a.markdown, limit), field="markdown")
+        note_type = a.note_type or frontmatter_type(a.markdown) or m.settings.types.default_type
         await self._ready()
         try:
             saved = await m.asave_draft(a.markdown, note_type, overwrite=a.overwrite, replaces=a.replaces)
         except DraftConflictError as exc:
-            raise _conflict_for_model(exc, a) from exc
+            raise conflict_for_model(exc, a) from exc
         catalog = await self.catalog()
         note = catalog.find(saved["path"])
         links_out = (await asyncio.to_thread(self._links, note, catalog))[0] if note is not None else []
@@ -346,7 +281,7 @@ class VaultTools:
     async def append_to_note(self, a: AppendInput) -> dict[str, Any]:
         limit = self.mindnet.settings.mcp_max_write_bytes
         if len(a.markdown.encode("utf-8", "surrogatepass")) > limit:
-            raise QueryError(_too_large(a.markdown, limit), field="markdown")
+            raise QueryError(too_large(a.markdown, limit), field="markdown")
         catalog = await self.catalog()
         note = self._find(catalog, a.note)
         return await self._append(note, a.markdown.strip("\n"), a.version, "append_to_note")
@@ -436,80 +371,3 @@ class VaultTools:
     def _log(self, text: str, tool: str, notes: list[IndexedNote]) -> str:
         hits = [{"node_id": n.note_id, "note_id": n.note_id, "title": n.title, "score": 0.0} for n in notes[:50]]
         return self.mindnet.logs.record_search(text[:500], mode=tool, source=self.source, hits=hits)
-
-
-def _passage(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= PASSAGE_CHARS else text[:PASSAGE_CHARS].rsplit(" ", 1)[0] + " ..."
-
-
-def _iso(seconds: Any) -> str | None:
-    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds <= 0:
-        return None
-    return datetime.fromtimestamp(float(seconds), UTC).isoformat(timespec="seconds")
-
-
-def _too_large(text: str, limit: int) -> str:
-    return (f"the text is {len(text.encode('utf-8', 'surrogatepass'))} bytes, over the limit of {limit} bytes for "
-            f"one call (MINDNET_MCP_MAX_WRITE_BYTES); split it into several notes or shorten it")
-
-
-def _frontmatter_type(markdown: str) -> str | None:
-    m = re.match(r"\A\ufeff?---\r?\n(.*?)\r?\n---", markdown, re.S)
-    if m:
-        t = re.search(r"^type:\s*['\"]?([\w-]+)", m.group(1), re.M)
-        if t:
-            return t.group(1).lower()
-    return None
-
-
-def _conflict_for_model(exc: DraftConflictError, a: WriteNoteInput) -> DraftConflictError:
-    """The refusal with the one thing the model needs to go on: the version to pass as `replaces`."""
-    conflict = exc.conflict or {}
-    version = conflict.get("version")
-    if version and not a.overwrite:
-        hint = (f"read it with read_note and append_to_note, give the note another title, or replace it with "
-                f"overwrite: true and replaces: '{version}'")
-    elif version:
-        hint = f"the note is now version '{version}': read it again, then pass that as replaces"
-    else:
-        hint = exc.hint or "give the note another title"
-    return DraftConflictError(f"not written: {exc.message}", path=exc.path, hint=hint, conflict=conflict)
-
-
-SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|h|d|w)\s*$", re.I)
-
-
-def parse_since(value: str) -> datetime:
-    """'24h', '90m', '7d', '2w' back from now, or an ISO date/time (UTC when it names no zone)."""
-    span = SPAN.match(value)
-    if span:
-        amount, unit = float(span.group(1)), span.group(2).lower()
-        minutes = {"m": 1, "min": 1, "h": 60, "d": 1440, "w": 10080}[unit]
-        return datetime.now(UTC) - timedelta(minutes=amount * minutes)
-    try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise QueryError(f"{value!r} is neither a time nor a span; write e.g. '2026-11-30', "
-                         f"'2026-11-30T08:00:00Z', '24h' or '7d'", field="since") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
-
-
-def _distances(seeds: list[str], edges: list[dict]) -> dict[str, int]:
-    """Hops from the nearest start note over the loaded links, either direction."""
-    around: dict[str, set[str]] = {}
-    for e in edges:
-        a, b = e["note_id"], note_of(e["target_id"])
-        around.setdefault(a, set()).add(b)
-        around.setdefault(b, set()).add(a)
-    distance = {s: 0 for s in seeds}
-    frontier = list(seeds)
-    while frontier:
-        nxt = []
-        for n in frontier:
-            for other in around.get(n, ()):
-                if other not in distance:
-                    distance[other] = distance[n] + 1
-                    nxt.append(other)
-        frontier = nxt
-    return distance

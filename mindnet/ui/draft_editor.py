@@ -1,0 +1,183 @@
+"""Interview drafts in the chat: the `DraftEditor` element and its actions (Save to vault / Download / Discard,
+and the choices when a note is in the way), and the draft a reloaded page hands back. The text typed in the
+editor is kept in the user session; saving is `Mindnet.asave_draft`, which keeps a backup of a replaced note.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import chainlit as cl
+
+from mindnet.errors import DraftConflictError, DraftError, VaultWriteError
+from mindnet.ui import render
+from mindnet.ui.escaping import code_span
+from mindnet.ui.guard import readable, say_error
+from mindnet.ui.registry import get_mindnet
+
+
+async def open_draft(draft: dict[str, Any], intro: str = "Draft") -> None:
+    """Show the editor; the draft (with whatever was typed so far) lives in the user session."""
+    cl.user_session.set("draft", draft)
+    element = cl.CustomElement(name="DraftEditor", props=draft_props(draft), display="inline")
+    cl.user_session.set("draft_element", element)
+    title = render.escape(draft.get("title") or "draft")
+    kind = render.escape(draft.get("note_type"))
+    # the editor's own buttons (Save to vault / Download / Discard) call the draft_* actions with its text
+    await cl.Message(content=f"{intro} **{title}** ({kind}) - edit it, then save.", elements=[element]).send()
+
+
+MAX_RESTORED = 1_000_000   # characters of a draft the browser hands back after a reload
+
+
+@cl.on_window_message
+@readable
+async def on_window_message(data: Any) -> None:
+    """The page script hands back a draft the browser kept (a reload or a closed tab loses nothing)."""
+    if not isinstance(data, dict) or data.get("mindnet") != "restore_draft" or cl.user_session.get("draft"):
+        return
+    kept = data.get("draft")
+    if not isinstance(kept, dict) or not isinstance(kept.get("markdown"), str) or \
+            len(kept["markdown"]) > MAX_RESTORED:
+        return
+    draft = {"draft_id": str(kept.get("draft_id") or uuid.uuid4())[:64], "markdown": kept["markdown"],
+             "note_type": str(kept.get("note_type") or "")[:64], "title": str(kept.get("title") or "")[:300],
+             "warnings": [str(w)[:300] for w in kept.get("warnings") or [] if isinstance(w, str)][:20]}
+    await open_draft(draft, intro="Restored your unsaved draft")
+
+
+def draft_props(draft: dict[str, Any], status: str = "editing", detail: str = "",
+                conflict: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The editor's props; with `conflict` (status "conflict") the note in the vault: path, text, version."""
+    keys = ("draft_id", "markdown", "note_type", "title", "warnings")
+    shown = {k: conflict.get(k) for k in ("path", "reason", "existing", "version")} if conflict else None
+    return {**{k: draft.get(k) for k in keys}, "status": status, "detail": detail, "conflict": shown}
+
+
+def current_draft(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The session draft, with the text the editor sent along (the editor is the newest copy)."""
+    draft = cl.user_session.get("draft")
+    if not draft or (payload.get("draft_id") and payload["draft_id"] != draft.get("draft_id")):
+        return None
+    if isinstance(payload.get("markdown"), str):
+        draft["markdown"] = payload["markdown"]
+        cl.user_session.set("draft", draft)
+    return draft
+
+
+async def show_draft_status(draft: dict[str, Any], status: str, detail: str = "",
+                            conflict: dict[str, Any] | None = None) -> None:
+    element: cl.CustomElement | None = cl.user_session.get("draft_element")
+    if element is not None:
+        element.props = draft_props(draft, status, detail, conflict)
+        await element.update()
+
+
+@cl.action_callback("draft_update")
+async def on_draft_update(action: cl.Action) -> dict[str, Any]:
+    draft = current_draft(action.payload)
+    return {"stored": draft is not None}
+
+
+@cl.action_callback("draft_save")
+@readable
+async def on_draft_save(action: cl.Action) -> dict[str, Any] | None:
+    draft = current_draft(action.payload)
+    if draft is None:
+        await say_error("No draft", "there is no open draft to save (it was saved or discarded already)")
+        return None
+    replaces = action.payload.get("replaces")
+    choice = {"overwrite": bool(action.payload.get("overwrite")), "new_name": bool(action.payload.get("new_name")),
+              "replaces": replaces if isinstance(replaces, str) else None}
+    await clear_conflict()
+    try:
+        saved = await get_mindnet().asave_draft(draft["markdown"], draft.get("note_type") or "", **choice)
+    except DraftConflictError as exc:
+        shown = f"{exc.path}: {exc.message}" if exc.path else exc.message    # the choices below are the fix
+        await show_draft_status(draft, "conflict" if exc.conflict else "error", shown, exc.conflict)
+        await ask_on_conflict(draft, exc)
+        return {"saved": False, "conflict": True}
+    except (DraftError, VaultWriteError) as exc:
+        await show_draft_status(draft, "error", str(exc))
+        await cl.Message(content=f"**Not saved:** {render.escape(exc)}\n\nThe draft is still open.").send()
+        return {"saved": False}
+    cl.user_session.set("draft", None)
+    await show_draft_status(draft, "saved", str(saved.get("path", "")))
+    report = saved.get("import") or {}
+    imported = render.import_markdown(report) if report else "Imported."
+    backup = saved.get("backup")
+    kept = f" The note's previous text is kept in {code_span(backup)}." if backup else ""
+    await cl.Message(content=f"Saved **{render.escape(saved.get('title'))}** to "
+                             f"{code_span(saved.get('path'))}.{kept} {imported}").send()
+    return {"saved": True, "path": str(saved.get("path")), "note_id": saved.get("note_id"), "backup": backup}
+
+
+async def ask_on_conflict(draft: dict[str, Any], exc: DraftConflictError) -> None:
+    """A note of that name exists (or changed since it was shown, or another note has the id): overwrite exactly
+    the version shown in the editor, save under a free name, or keep editing."""
+    base = {"draft_id": draft["draft_id"]}
+    conflict = exc.conflict or {}
+    actions = []
+    if conflict.get("version"):
+        actions.append(cl.Action(name="draft_save", label="Overwrite", icon="file-pen-line",
+                                 tooltip="replace the note as shown in the editor; its text is kept as a backup",
+                                 payload={**base, "overwrite": True, "replaces": conflict["version"]}))
+    elif conflict:       # the note is gone since: save the draft where it was
+        actions.append(cl.Action(name="draft_save", label="Save", icon="save", tooltip="save the draft as a new note",
+                                 payload=base))
+    actions += [cl.Action(name="draft_save", label="Save as new name", icon="copy-plus",
+                          tooltip="save as 'Title (2)' beside the existing note", payload={**base, "new_name": True}),
+                cl.Action(name="draft_cancel", label="Cancel", icon="x", tooltip="keep editing; nothing is saved",
+                          payload=base)]
+    if conflict.get("version"):
+        what = f"{exc.path}: {exc.message}" if exc.path else exc.message
+        choices = ("The note in the vault and your draft are side by side in the editor above. Overwrite the note "
+                   "(its current text is kept as a backup), save your draft under a new name, or cancel?")
+    else:
+        what, choices = str(exc), "Save your draft, save it under a new name, or cancel?"
+    message = cl.Message(content=f"**Not saved:** {render.escape(what)}\n\n{choices}", actions=actions)
+    cl.user_session.set("conflict_message", message)
+    await message.send()
+
+
+async def clear_conflict() -> None:
+    message: cl.Message | None = cl.user_session.get("conflict_message")
+    if message is not None:
+        cl.user_session.set("conflict_message", None)
+        for a in message.actions:
+            await a.remove()
+
+
+@cl.action_callback("draft_cancel")
+@readable
+async def on_draft_cancel(action: cl.Action) -> None:
+    await clear_conflict()
+    draft = current_draft(action.payload)
+    if draft is not None:
+        await show_draft_status(draft, "editing")
+    await cl.Message(content="Not saved; the draft is still open.").send()
+
+
+@cl.action_callback("draft_download")
+@readable
+async def on_draft_download(action: cl.Action) -> None:
+    draft = current_draft(action.payload)
+    if draft is None:
+        await say_error("No draft", "there is no open draft to download")
+        return
+    name = render.draft_filename(draft)
+    file = cl.File(name=name, content=draft["markdown"].encode("utf-8"), mime="text/markdown",
+                   display="inline")
+    await cl.Message(content=f"Download: {render.escape(name)}", elements=[file]).send()
+
+
+@cl.action_callback("draft_discard")
+@readable
+async def on_draft_discard(action: cl.Action) -> None:
+    draft = current_draft(action.payload)
+    if draft is None:
+        return
+    cl.user_session.set("draft", None)
+    await show_draft_status(draft, "discarded")
+    await cl.Message(content="Draft discarded.").send()
