@@ -42,6 +42,7 @@ from mindnet.errors import (
     VaultMismatchError,
     VaultWriteError,
 )
+from mindnet.public_paths import public_text
 from mindnet.retrieval.query import QueryRequest
 from mindnet.security import SecurityMiddleware, SecurityPolicy
 from mindnet.service import Mindnet
@@ -86,19 +87,6 @@ def vault_note(vault_root: Path, path: str) -> str | None:
 
 def obsidian_uri(vault_root: Path, path: str) -> str:
     return f"obsidian://open?vault={quote(Path(vault_root).name, safe='')}&file={quote(path, safe='')}"
-
-
-def public_text(text: str, settings: Settings) -> str:
-    """`text` with absolute paths made vault-relative (and other server folders named, not shown)."""
-    vault = Path(settings.vault_root)
-    for root in dict.fromkeys([str(vault.resolve()), str(vault.absolute())]):
-        text = text.replace(root + "/", "").replace(root, "<vault>")
-    for label, folder in (("config", settings.config_dir or Path("config")), ("prompts", settings.prompts_dir),
-                          ("cache", settings.cache_dir), ("logs", settings.log_dir),
-                          ("qdrant", settings.qdrant_path)):
-        for root in dict.fromkeys([str(Path(folder).resolve()), str(Path(folder).absolute())]):
-            text = text.replace(root, f"<{label}>")
-    return text
 
 
 class RequestThreads(ThreadPoolExecutor):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mindnet.backends import (
     Embedder,
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from mindnet.chat.drafts import SavedNote
     from mindnet.chat.engine import ChatEngine
     from mindnet.chat.sanitizer import NoteDraft
-    from mindnet.live import LiveIndex
     from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
 
 log = logging.getLogger(__name__)
@@ -64,6 +63,15 @@ SAMPLE_PLANTED = ("the sample vault has three problems on purpose, to show how m
                   "type 'recipe' in Linsensuppe.md, the broken frontmatter of broken-frontmatter.md and the link to "
                   "[[Zettelkasten Methode]], a note not written yet")
 DRAFT_BUDGET_S = 10.0   # seconds a server may spend reading one draft (a sane one takes milliseconds)
+
+
+class LiveState(Protocol):
+    """The live index as the service knows it (`mindnet.live.LiveIndex`, which takes a `Mindnet`: the service
+    does not import it). Set by `mindnet serve` / `mindnet watch`; read by /health and the agents' status."""
+
+    def status(self) -> dict[str, Any]: ...
+
+    def stop(self, timeout: float = 30) -> None: ...
 
 
 class Mindnet:
@@ -88,7 +96,7 @@ class Mindnet:
         self._wanted = threading.Event()       # another import waits for `import_lock`
         self._warming = False                  # `warm` runs: the index is about to open
         self._importing = False
-        self.live: LiveIndex | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
+        self.live: LiveState | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
         self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
         self._problems: dict[str, str] = {}    # what does not work now (the index cannot be opened, ...)
 

@@ -131,7 +131,7 @@ def build_server(tools: VaultTools) -> Server:
 
 
 def _public(mindnet: Mindnet):  # noqa: ANN202 - a str -> str function
-    from mindnet.api import public_text
+    from mindnet.public_paths import public_text
     return lambda text: public_text(text, mindnet.settings)
 
 

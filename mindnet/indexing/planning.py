@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from mindnet.indexing.edges import Edge, NoteLinks, link_note
 from mindnet.indexing.mentions import MentionIndex, common_limit, mention_names
-from mindnet.indexing.reading import read_notes
+from mindnet.indexing.reading import chunk_note, read_notes
 from mindnet.indexing.resolver import LinkResolver, anchor_chunks
 from mindnet.indexing.state import IndexState, NoteEntry
 from mindnet.settings import MentionSettings, TypesConfig
@@ -113,21 +113,6 @@ def _plan_note(note: Note, parser: MarkdownNoteParser, resolver: LinkResolver, t
         planned.named, planned.found = named_in(note, mentions), found_in(note, mentions)
         planned.capped = sum(e.kind == "mentions" for e in edges) >= mentions.settings.max_per_note
     return planned
-
-
-def chunk_note(note: Note, parser: MarkdownNoteParser, types: TypesConfig, issues: list[Issue]
-               ) -> tuple[Note, list[TextNode]]:
-    """A note's chunks within the per-note budget (past it: the note cut where chunking got to, with a report
-    line), before any note is linked: links to its headings target the chunks it gets here."""
-    def attempt(lines: int | None) -> tuple[Note, list[TextNode]]:
-        cut = note if lines is None else cut_note(note, lines, types)
-        return cut, parser.note_to_nodes(cut)
-
-    (cut, nodes), kept = within_budget(types.note_budget_seconds, attempt)
-    if kept is not None:
-        issues.append(Issue("warning", note.path, budget_warning("chunking", types, kept, note.body.count("\n") + 1),
-                            note.body_line + kept))
-    return cut, nodes
 
 
 def keep_anchor_targets(planned: list[PlannedNote], entries: dict[str, NoteEntry]) -> list[PlannedNote]:

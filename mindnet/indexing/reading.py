@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mindnet.settings import TypesConfig
-from mindnet.vault.note import Note
+from mindnet.vault.budget import within_budget
+from mindnet.vault.note import Note, budget_warning, cut_note
 from mindnet.vault.scan import Issue, load_note
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["POOL_MIN_NOTES", "Loaded", "read_notes", "workers"]
+__all__ = ["POOL_MIN_NOTES", "Loaded", "chunk_note", "read_notes", "workers"]
 
 POOL_MIN_NOTES = 1000
 BATCH = 64                  # files per task: one round trip per batch, results kept in order
@@ -82,6 +83,21 @@ def _pooled(root: Path, paths: list[Path], types: TypesConfig, parser: MarkdownN
 
 # ------------------------------------------------------------------------------------------- in the worker
 
+def chunk_note(note: Note, parser: MarkdownNoteParser, types: TypesConfig, issues: list[Issue]
+               ) -> tuple[Note, list[TextNode]]:
+    """A note's chunks within the per-note budget (past it: the note cut where chunking got to, with a report
+    line), before any note is linked: links to its headings target the chunks it gets here."""
+    def attempt(lines: int | None) -> tuple[Note, list[TextNode]]:
+        cut = note if lines is None else cut_note(note, lines, types)
+        return cut, parser.note_to_nodes(cut)
+
+    (cut, nodes), kept = within_budget(types.note_budget_seconds, attempt)
+    if kept is not None:
+        issues.append(Issue("warning", note.path, budget_warning("chunking", types, kept, note.body.count("\n") + 1),
+                            note.body_line + kept))
+    return cut, nodes
+
+
 _worker: dict = {}
 
 
@@ -90,8 +106,6 @@ def _start(root: str, types: TypesConfig, parser: MarkdownNoteParser) -> None:
 
 
 def _read_batch(paths: list[str]) -> list[Loaded]:
-    from mindnet.indexing.planning import chunk_note  # planning imports this module
-
     root, types, parser = _worker["root"], _worker["types"], _worker["parser"]
     out: list[Loaded] = []
     for path in paths:

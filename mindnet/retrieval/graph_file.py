@@ -4,8 +4,8 @@ Graph expansion reads the links around a query's hits several times per query. R
 collection by a keyword filter costs 38-67 ms for 20 notes at 970,000 edge points (measured with Qdrant Edge);
 a CSR adjacency in memory answers in microseconds. So the resolved links between different notes, their
 payloads (for explanations), the note titles and the vault-wide figures (in/out degrees, global PageRank) are
-held as numpy arrays (`GraphData`), built from the edges collection in one pass and kept as one file beside the
-shards:
+held as numpy arrays (`GraphData`, in `graph_arrays.py`), built from the edges collection in one pass and
+kept as one file beside the shards:
 
     <index folder>/<prefix>.graph.npz
 
@@ -29,27 +29,40 @@ import logging
 import threading
 import time
 import zipfile
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from mindnet.errors import StoreError
-from mindnet.store.collections import kind_label, label_kinds, point_id
+from mindnet.retrieval.graph_arrays import (
+    EDGE_COLUMNS,
+    STRUCTURAL,
+    GraphData,
+    PackedStrings,
+    edge_columns,
+    graph_figures,
+    note_of,
+    pack,
+    pagerank,
+    permute,
+    take_strings,
+)
+from mindnet.store.collections import point_id
 from mindnet.store.engine import Store, Where
 from mindnet.store.folder import replace_atomically
 
+# moved to graph_arrays.py; imported from here by graph.py and the tests
+__all__ = ["EDGE_COLUMNS", "FORMAT", "STRUCTURAL", "GraphData", "GraphFileError", "GraphFormatError", "Opened",
+           "PackedStrings", "build", "edge_columns", "forget", "graph_figures", "graph_path", "graph_status", "load",
+           "note_meta", "note_of", "open_graph", "pagerank", "patch", "read_meta", "save", "take_strings"]
+
 log = logging.getLogger(__name__)
 FORMAT = 5                          # bump when the arrays change shape or meaning (5: the notes' chunks and fields)
-STRUCTURAL = ("belongs_to", "next", "prev")
 # what a note record tells the graph: identity and version, and what ranking needs of a note the graph reaches
 # (every chunk of a note carries the same values)
 NOTE_FIELDS = ["note_id", "title", "fingerprint", "edges_hash", "chunk_ids", "type", "path", "tags",
                "retriever_weight", "lang"]
-EDGE_COLUMNS = ("edge_id", "source_id", "target_id", "rule_id", "scope", "target_text", "extra")
-_KNOWN = {"edge_id", "source_id", "target_id", "rule_id", "scope", "target_text", "kind", "kinds", "confidence",
-          "note_id", "resolved"}
 # the links of the graph: edges that are not the structure inside a note (unresolved ones are dropped while
 # reading: qdrant-edge-py 0.9 passes a boolean match value as the integer 1, which no boolean field matches)
 LINKS = Where(exclude=(("kind", STRUCTURAL),))
@@ -63,181 +76,6 @@ class GraphFileError(StoreError):
 
 class GraphFormatError(GraphFileError):
     """A graph file written in another format (another mindnet version)."""
-
-
-def note_of(node_id: str) -> str:
-    head, sep, tail = node_id.rpartition("#c")
-    return head if head and sep and len(tail) >= 2 and tail.isascii() and tail.isdigit() else node_id
-
-
-# ---------------------------------------------------------------------- strings as one blob + offsets
-
-def _pack(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    joined = "".join(strings)
-    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
-    if joined.isascii():     # one byte per character: offsets from the lengths, one encode for all
-        np.cumsum(np.fromiter(map(len, strings), dtype=np.int64, count=len(strings)), out=offsets[1:])
-        return np.frombuffer(joined.encode(), dtype=np.uint8).copy(), offsets
-    encoded = [s.encode() for s in strings]
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
-
-
-def _permute(blob: np.ndarray, offsets: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The packed strings in the order `order` (vectorised: no Python string per item)."""
-    lengths = np.diff(offsets)[order]
-    new_offsets = np.zeros(len(order) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    gather = np.repeat(offsets[:-1][order] - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
-    return blob[gather], new_offsets
-
-
-class PackedStrings:
-    """Strings kept as one UTF-8 blob, decoded one at a time (300k edge payloads cost no Python objects until
-    an expansion asks for a few of them)."""
-
-    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
-        self.data = blob.tobytes()
-        self.offsets = offsets
-        # indexing a memoryview gives Python ints (a numpy scalar per index costs ~10x more; expansions decode
-        # hundreds of edges per query)
-        self._at = memoryview(np.ascontiguousarray(offsets, dtype=np.int64))
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> str:
-        at = self._at
-        return self.data[at[i]:at[i + 1]].decode()
-
-
-def take_strings(columns: list[PackedStrings], order: np.ndarray) -> PackedStrings:
-    """Rows `order` (indices into the concatenation of `columns`) as one packed column, copied run by run (a
-    patch keeps long runs of rows in place)."""
-    if len(order) == 0:
-        return PackedStrings(np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64))
-    data = b"".join(c.data for c in columns)
-    starts, ends = [], []
-    shift = 0
-    for c in columns:
-        starts.append(c.offsets[:-1] + shift)
-        ends.append(c.offsets[1:] + shift)
-        shift += len(c.data)
-    start, end = np.concatenate(starts)[order], np.concatenate(ends)[order]
-    breaks = np.flatnonzero(start[1:] != end[:-1]) + 1       # where the next row is not the next bytes
-    first = np.concatenate([[0], breaks])
-    last = np.concatenate([breaks, [len(order)]]) - 1
-    blob = b"".join(data[a:b] for a, b in zip(start[first].tolist(), end[last].tolist(), strict=True))
-    offsets = np.zeros(len(order) + 1, dtype=np.int64)
-    np.cumsum(end - start, out=offsets[1:])
-    return PackedStrings(np.frombuffer(blob, dtype=np.uint8), offsets)
-
-
-# ---------------------------------------------------------------------- PageRank on CSR arrays
-
-def pagerank(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, alpha: float = 0.85,
-             personalization: np.ndarray | None = None, max_iter: int = 200, tol: float = 1e-8) -> np.ndarray:
-    """networkx's `pagerank` (same iteration, dangling mass to the personalisation, stop at L1 change < n * tol)
-    over the weighted directed graph of `n` nodes given as edge arrays (one edge per node pair)."""
-    from scipy import sparse  # only when a graph is built: `check` and a plain start read the file
-    if n == 0:
-        return np.zeros(0)
-    out_weight = np.bincount(src, weights=weight, minlength=n)
-    scale = np.divide(1.0, out_weight, out=np.zeros(n), where=out_weight != 0)
-    transition = sparse.csr_array((weight * scale[src], (dst, src)), shape=(n, n))   # x @ P as P^T x
-    p = np.full(n, 1.0 / n) if personalization is None else personalization / personalization.sum()
-    dangling = np.flatnonzero(out_weight == 0)
-    x = np.full(n, 1.0 / n)
-    for _ in range(max_iter):
-        last = x
-        x = alpha * (transition @ last + last[dangling].sum() * p) + (1 - alpha) * p
-        if np.abs(x - last).sum() < n * tol:
-            return x
-    log.warning("PageRank did not converge in %d iterations (n=%d); using the last iterate", max_iter, n)
-    return x
-
-
-def distinct_pairs(src: np.ndarray, dst: np.ndarray, conf: np.ndarray, n: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One edge per (source, target) pair, with the strongest confidence."""
-    if len(src) == 0:
-        return src.astype(np.int64), dst.astype(np.int64), conf
-    key = src.astype(np.int64) * n + dst.astype(np.int64)
-    order = np.lexsort((-conf, key))
-    key, conf = key[order], conf[order]
-    first = np.ones(len(key), dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    return key[first] // n, key[first] % n, conf[first]
-
-
-def graph_figures(n: int, src: np.ndarray, dst: np.ndarray, conf: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct in/out neighbours and global PageRank (weights: the strongest confidence per pair) relative to
-    the average linked note, as `GraphStats` defines them."""
-    s, d, w = distinct_pairs(src, dst, conf, n)
-    in_deg = np.bincount(d, minlength=n).astype(np.int32)
-    out_deg = np.bincount(s, minlength=n).astype(np.int32)
-    linked = (in_deg + out_deg) > 0
-    pr_rel = np.zeros(n)
-    if len(s):
-        sub = np.flatnonzero(linked)              # PageRank over the link graph's nodes only, as networkx
-        local = np.full(n, -1, dtype=np.int64)
-        local[sub] = np.arange(len(sub))
-        ranks = pagerank(len(sub), local[s], local[d], w)
-        pr_rel[sub] = ranks * len(sub)
-    return in_deg, out_deg, pr_rel, linked
-
-
-# ---------------------------------------------------------------------- the data
-
-@dataclass
-class GraphData:
-    """The link graph as arrays. Edges are the resolved, non-structural links between two different notes,
-    ordered strongest first (confidence desc, then edge id), so a node's slice of the CSR adjacency lists its
-    strongest links first."""
-
-    digest: str
-    # notes (the notes collection)
-    note_ids: list[str]
-    titles: list[str]
-    note_fps: list[str]             # each note record's fingerprint and edges hash: what a patch compares
-    note_ehs: list[str]
-    note_meta: list[dict]           # per note: its chunks [[chunk id, point id], ...] and ranking fields
-    # graph: nodes are every note and every edge end
-    nodes: list[str]
-    edge_src: np.ndarray            # int32 node index of the note defining the edge
-    edge_dst: np.ndarray            # int32 node index of the target note
-    edge_conf: np.ndarray           # float64
-    edge_kind: np.ndarray           # int16 index into `kinds`
-    kinds: list[str]
-    edge_columns: dict[str, PackedStrings]   # edge_id, source_id, target_id, rule_id, scope, target_text, extra
-    # vault-wide graph figures over distinct note pairs (GraphStats)
-    in_degree: np.ndarray           # int32 per node
-    out_degree: np.ndarray          # int32 per node
-    pr_rel: np.ndarray              # float64 per node: global PageRank x linked nodes (1 = average); 0 unlinked
-    linked: np.ndarray              # bool per node: has a link (is a node of the link graph)
-    counts: dict[str, int] = field(default_factory=dict)
-    token: str = ""                 # the index's token while it was read ("": none; then only the digest says)
-
-    @property
-    def graph_notes(self) -> int:
-        """N of the hub formulas: the vault's notes, or the link graph's nodes when those are more."""
-        return max(len(self.note_ids), int(self.linked.sum()))
-
-    def edge_payload(self, row: int) -> dict:
-        """The edge's payload as stored in the edges collection."""
-        c = self.edge_columns
-        kinds = label_kinds(self.kinds[int(self.edge_kind[row])])
-        text = c["target_text"][row]
-        payload = {"edge_id": c["edge_id"][row], "source_id": c["source_id"][row],
-                   "target_id": c["target_id"][row], "kind": kinds[0], "kinds": kinds,
-                   "rule_id": c["rule_id"][row], "confidence": float(self.edge_conf[row]),
-                   "note_id": self.nodes[int(self.edge_src[row])], "scope": c["scope"][row], "resolved": True,
-                   "target_text": text[1:] if text else None}
-        extra = c["extra"][row]
-        if extra:
-            payload.update(json.loads(extra))
-        return payload
 
 
 def note_meta(record: dict) -> dict:
@@ -262,36 +100,6 @@ def index_digest(store: Store, notes: list[dict] | None = None) -> tuple[str, di
     h = hashlib.sha256(f"format {FORMAT}\n{json.dumps(counts, sort_keys=True)}\n".encode())
     h.update("".join(lines).encode())
     return h.hexdigest(), counts
-
-
-def edge_columns(payloads: Iterable[dict]) -> dict:
-    """The resolved links between two different notes, as columns."""
-    cols: dict[str, list] = {k: [] for k in ("note", "target_note", "kind", "conf", *EDGE_COLUMNS)}
-    note, target_note, kind, conf = cols["note"], cols["target_note"], cols["kind"], cols["conf"]
-    edge_id, source_id, target_id, rule_id = cols["edge_id"], cols["source_id"], cols["target_id"], cols["rule_id"]
-    scope, target_text, extra = cols["scope"], cols["target_text"], cols["extra"]
-    for p in payloads:
-        k = p.get("kind")
-        n, t = p.get("note_id"), p.get("target_id")
-        if k in STRUCTURAL or not p.get("resolved", True) or n is None or t is None:
-            continue
-        tn = note_of(t)
-        if n == tn:
-            continue
-        note.append(n)
-        target_note.append(tn)
-        kind.append(kind_label(p))      # its kind and the type default kinds it carries
-        conf.append(float(p.get("confidence", 1.0)))
-        edge_id.append(str(p.get("edge_id", "")))
-        source_id.append(str(p.get("source_id", "")))
-        target_id.append(t)
-        rule_id.append(str(p.get("rule_id", "")))
-        scope.append(str(p.get("scope", "")))
-        text = p.get("target_text")
-        target_text.append("" if text is None else "=" + str(text))    # "" = None, "=..." = a text
-        more = {key: v for key, v in p.items() if key not in _KNOWN} if len(p) > 10 else None
-        extra.append(json.dumps(more, sort_keys=True) if more else "")
-    return cols
 
 
 def _still(store: Store, token: str | None) -> str:
@@ -319,7 +127,7 @@ def build(store: Store) -> GraphData:
     dst = np.fromiter(map(node_of.__getitem__, cols["target_note"]), dtype=np.int32, count=len(conf))[order]
     kind = np.fromiter(map(kind_of.__getitem__, cols["kind"]), dtype=np.int16, count=len(conf))[order]
     conf = conf[order]
-    packed = {name: PackedStrings(*_permute(*_pack(cols[name]), order)) for name in EDGE_COLUMNS}
+    packed = {name: PackedStrings(*permute(*pack(cols[name]), order)) for name in EDGE_COLUMNS}
     in_deg, out_deg, pr_rel, linked = graph_figures(len(nodes), src, dst, conf)
     data = GraphData(
         digest=digest, note_ids=note_ids, titles=[str(p.get("title", "")) for p in notes],
@@ -379,7 +187,7 @@ def patch(old: GraphData, store: Store) -> GraphData | None:
                           np.array([node_of[n] for n in cols["target_note"]], dtype=np.int32)])
     conf = np.concatenate([old.edge_conf[keep_rows], np.asarray(cols["conf"], dtype=np.float64)])
     kind = np.concatenate([old.edge_kind[keep_rows], np.array([kind_of[k] for k in cols["kind"]], dtype=np.int16)])
-    fresh = {name: PackedStrings(*_pack(cols[name])) for name in EDGE_COLUMNS}
+    fresh = {name: PackedStrings(*pack(cols[name])) for name in EDGE_COLUMNS}
     rows = np.concatenate([keep_rows, len(old.edge_src) + np.arange(count, dtype=np.int64)])
     ids = _edge_id_keys([old.edge_columns["edge_id"], fresh["edge_id"]])[rows]
     strength = np.lexsort((ids, -conf)) if len(conf) else np.zeros(0, dtype=np.int64)

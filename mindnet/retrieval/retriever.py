@@ -10,6 +10,9 @@ hybrid:   dense + BM25 sparse search for every query text (multi-query: search_t
 
 Every search, filter and vector read is the engine's (`mindnet.store`: Qdrant Edge or a Qdrant server); the
 link graph is held in memory (`graph_file`), as graph expansion reads it several times per query.
+
+This module opens the index and runs the stages in order; the stages are their own modules: `candidates.py`
+(the searches), `fusion.py` (S_sem), `graph.py` (expansion) and `nodes.py` (scoring and the nodes shown).
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections import ChainMap
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,66 +31,28 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from threadpoolctl import ThreadpoolController
 
 from mindnet.backends import make_embedding, make_reranker
 from mindnet.errors import EmptyIndexError, IndexRebuildingError
-from mindnet.indexing.sparse import SparseEncoder, text_language
+from mindnet.indexing.sparse import SparseEncoder
 from mindnet.indexing.state import REBUILDING
+from mindnet.retrieval.candidates import Pool, complete, graph_candidates, unit
+from mindnet.retrieval.fusion import dense_bounds, fuse, language_split
 from mindnet.retrieval.graph import STRUCTURAL, FanOut, GraphStats, LinkGraph, Subgraph, expand
 from mindnet.retrieval.graph_file import open_graph
 from mindnet.retrieval.intent import type_vocabulary
+from mindnet.retrieval.nodes import score_nodes
 from mindnet.retrieval.postprocess import NoteHit, aggregate_by_note, rerank_head_tail
 from mindnet.retrieval.query import BUILTIN_EDGE_KINDS, QueryRequest, ResolvedQuery
-from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer
-from mindnet.retrieval.scoring import ScoreBreakdown, rank_key
+from mindnet.retrieval.scorer import MindnetScorer
 from mindnet.settings import RetrieverConfig, Settings
-from mindnet.store.collections import BRIEF_FIELDS, WITHOUT_DENSE
-from mindnet.store.engine import Record, SearchParams, Sparse, Store, Where
+from mindnet.store.collections import WITHOUT_DENSE
+from mindnet.store.engine import SearchParams, Store, Where
 from mindnet.store.factory import needs_rebuild, open_location, open_store
 
 log = logging.getLogger(__name__)
 _BLAS = ThreadpoolController()
-
-
-MAX_PASSAGES = 5        # other matching chunks listed under a note-level hit
-
-
-def passage(payload: dict[str, Any], point_id: str, score: float) -> dict[str, Any]:
-    """One of a note's other matching chunks, straight from its payload: listed under the note's hit, it needs
-    no node or explanation of its own (building those for every passage cost more than the graph, measured on
-    the sample vault: ~32 passages per query)."""
-    text = payload.get("text")
-    if text is None:
-        text = metadata_dict_to_node(payload).get_content()
-    return {"node_id": payload.get("chunk_id", point_id), "ord": payload.get("ord", 0),
-            "heading_path": payload.get("heading_path", []), "score": score, "text": text}
-
-
-def with_passages(head: NodeWithScore, passages: list[dict[str, Any]]) -> NodeWithScore:
-    """The note-level hit: its best chunk, with the note's other matching chunks in reading order as
-    metadata `passages` (kept out of the LLM and embedding metadata text)."""
-    node = head.node.model_copy()
-    node.metadata = {**node.metadata, "passages": sorted(passages, key=lambda p: p["ord"])}
-    node.excluded_llm_metadata_keys = list(dict.fromkeys([*node.excluded_llm_metadata_keys, "passages"]))
-    node.excluded_embed_metadata_keys = list(dict.fromkeys([*node.excluded_embed_metadata_keys, "passages"]))
-    return NodeWithScore(node=node, score=head.score)
-
-
-@dataclass
-class Candidate:
-    point_id: str
-    payload: dict
-    vector: np.ndarray | None       # None when the search's own cosine was enough
-    dense: float = 0.0
-    lexical: float = 0.0
-    via_graph: bool = False
-    semantic: float = 0.0
-    embedded: bool = True           # False: the import has not added its dense vector yet (phase 2)
-    brief: bool = False             # payload holds only the ranking fields (BRIEF_FIELDS); read in full when shown
-    other_language: bool = False    # its note is in another language than the question: BM25 counted at least
-                                    # at the dense share
 
 
 @dataclass
@@ -100,12 +64,6 @@ class RetrievalResult:
     query: ResolvedQuery
     notes: list[NoteHit] | None = None
     trace: dict[str, Any] = field(default_factory=dict)
-
-
-def _unit(v: Any) -> np.ndarray:
-    a = np.asarray(v, dtype=np.float32)
-    n = float(np.linalg.norm(a))
-    return a / n if n else a
 
 
 def _embedding(settings: Settings, embedding: BaseEmbedding | str | None) -> BaseEmbedding:
@@ -178,7 +136,7 @@ class MindnetRetriever(BaseRetriever):
         first-use cost (its segments read in)."""
         if not self.store.exists("chunks"):
             return
-        dim = len(_unit(self.embed_model.get_query_embedding("warm")))
+        dim = len(unit(self.embed_model.get_query_embedding("warm")))
         probe = [1.0] + [0.0] * (dim - 1)
         with self._lock, _BLAS.limit(limits=1, user_api="blas"):
             self.store.search_dense(probe, 1, params=self._dense_params())
@@ -297,7 +255,7 @@ class MindnetRetriever(BaseRetriever):
         trace: dict[str, Any] = {"mode": q.mode, "top_k": q.top_k, "depth": q.depth}
         t0 = time.perf_counter()
         texts = request.texts()
-        dense_vecs = [_unit(self.embed_model.get_query_embedding(t)) for t in texts + request.hyde]
+        dense_vecs = [unit(self.embed_model.get_query_embedding(t)) for t in texts + request.hyde]
         trace["queries"] = {"dense": texts + request.hyde, "sparse": [] if q.mode == "semantic" else
                             list(dict.fromkeys(request.sparse_text(t) for t in texts))}
         trace["embed_ms"] = round(1000 * (time.perf_counter() - t0), 1)
@@ -317,54 +275,23 @@ class MindnetRetriever(BaseRetriever):
         t0 = time.perf_counter()
         flt = self._filter(q)
         pool = max(q.top_k * 3, 30)
-        # with one dense query its own cosine is the dense score; vectors are fetched only for several queries
-        # (and for hits found by the sparse search or the graph, whose cosine is computed here)
-        need_vectors = len(dense_vecs) > 1
-        cands: dict[str, Candidate] = {}
-
-        def add(records: list[Record], dense_scores: bool = False) -> None:
-            """`dense_scores`: the records come from a dense search, so a record's score is its cosine."""
-            for r in records:
-                if r.id in cands or "chunk_id" not in r.payload:
-                    continue   # (no payload: deleted since it was found)
-                c = Candidate(r.id, r.payload, _unit(r.dense) if r.dense is not None else None, brief=True)
-                if r.dense is None and dense_scores:
-                    c.dense = float(r.score)
-                elif r.dense is None:
-                    c.embedded = False   # found by keywords; its vector is not there yet
-                cands[r.id] = c
-
+        found = Pool()
         dense_limit = pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)
-        params = self._dense_params()
-        for vec in dense_vecs:
-            add(self.store.search_dense(vec, dense_limit, flt, payload=BRIEF_FIELDS, dense=need_vectors,
-                                        params=params), dense_scores=True)
+        found.search_dense(self.store, dense_vecs, dense_limit, flt, self._dense_params())
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
 
-        sparse_queries: list[Sparse] = []
-        lexical_max: list[float] = []
         if q.mode == "hybrid":
             t1 = time.perf_counter()
-            indices, values = self.sparse.encode_queries(trace["queries"]["sparse"])
-            for idx, val in zip(indices, values, strict=True):
-                if not idx:
-                    continue
-                sv = Sparse(idx, val)
-                hits = self.store.search_sparse(sv, self.config.hybrid.sparse_prefetch, flt, payload=BRIEF_FIELDS,
-                                                dense=True)
-                add(hits)
-                sparse_queries.append(sv)
-                lexical_max.append(max((h.score for h in hits), default=0.0))
-            self._lexical_scores(list(cands.values()), sparse_queries, lexical_max, flt)
+            found.search_sparse(self.store, self.sparse.encode_queries(trace["queries"]["sparse"]),
+                                self.config.hybrid.sparse_prefetch, flt)
             trace["sparse_ms"] = round(1000 * (time.perf_counter() - t1), 1)
 
-        matrix = np.stack(dense_vecs)
-        for c in cands.values():
-            if c.vector is not None:
-                c.dense = float(np.max(matrix @ c.vector))
-        lo, hi = self._dense_bounds(cands.values())
-        split = self._language_split(q, cands.values())
-        self._fuse(q, cands.values(), lo, hi, split)
+        found.cosines(dense_vecs)
+        cands = found.cands
+        alpha = self.config.hybrid.alpha
+        lo, hi = dense_bounds(cands.values())
+        split = language_split(q, cands.values(), self.config)
+        fuse(q, cands.values(), lo, hi, alpha, split)
         trace["candidates"] = len(cands)
         self._trace_coverage(q, trace)
 
@@ -376,8 +303,10 @@ class MindnetRetriever(BaseRetriever):
             graph = self._link_graph()
             subgraph = expand(graph.index, list(seeds), q.depth, q.edge_types, seeds, stats=graph.stats,
                               caps=self.fan_out())
-            graph_only = self._graph_candidates(subgraph, cands, flt, dense_vecs, sparse_queries, lexical_max)
-            self._fuse(q, graph_only, lo, hi, split)
+            graph_only = graph_candidates(self.store, graph, subgraph, cands, flt, dense_vecs, found,
+                                          max_nodes=self.config.expand.max_nodes, params=self._dense_params(),
+                                          unembedded_chunks=bool(self._coverage()[0]))
+            fuse(q, graph_only, lo, hi, alpha, split)
             for c in graph_only:
                 cands[c.point_id] = c
             trace["graph"] = {"seeds": sorted({s.rsplit("#c", 1)[0] for s in seeds}),
@@ -386,7 +315,11 @@ class MindnetRetriever(BaseRetriever):
                               "ms": round(1000 * (time.perf_counter() - t2), 1)}
 
         t3 = time.perf_counter()
-        scored, all_chunks = self._score(q, list(cands.values()), subgraph)
+        scored, all_chunks = score_nodes(
+            q, list(cands.values()), subgraph, scorer=self.scorer,
+            other_types_weight=self.config.intent.other_types_weight, rerank_limit=self.config.rerank.limit,
+            link_titles=self._link_graph().titles if subgraph is not None else None,
+            complete=lambda shown: complete(self.store, shown))
         if q.rerank and self.reranker is not None:
             try:
                 scored = rerank_head_tail(scored, self.reranker, limit=self.config.rerank.limit,
@@ -415,150 +348,6 @@ class MindnetRetriever(BaseRetriever):
             trace["notice"] = (f"{missing} of {total} chunks are not embedded yet: hybrid search finds them by "
                                f"keywords and links, and by meaning once the import has embedded them")
 
-    def _score(self, q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | None
-               ) -> tuple[list[NodeWithScore], list[NodeWithScore]]:
-        """Rank every candidate by the formula (with the graph's lift cap), then build nodes and explanations only
-        for the ones shown. Returns the shown nodes (one per note when grouping by note, its other matching
-        chunks as `passages`) and, for per-note aggregation, every chunk node."""
-        hybrid = q.mode == "hybrid"
-        # a which-question asking for a type present among the candidates damps the other types (intent.py)
-        asked = [t for t in q.asked_types if any(c.payload.get("type") == t for c in cands)]
-        other = self.config.intent.other_types_weight
-        entries: list[tuple[str, ScoreBreakdown]] = []
-        for c in cands:
-            note_id = str(c.payload.get("note_id", ""))
-            entries.append((note_id, self.scorer.breakdown(
-                semantic=c.semantic, dense=c.dense if c.embedded else None, lexical=c.lexical if hybrid else None,
-                other_language=c.other_language,
-                retriever_weight=float(c.payload.get("retriever_weight", 1.0)), note_id=note_id,
-                subgraph=subgraph, type_intent=1.0 if not asked or c.payload.get("type") in asked else other)))
-        ranked = sorted(zip(cands, self.scorer.cap(entries, subgraph), strict=True),
-                        key=lambda r: (*rank_key(r[1][0]), str(r[0].payload.get("chunk_id", r[0].point_id))))
-        # every note's title names the other ends of edges; the hits' own titles are added on top (no copy)
-        titles: MutableMapping[str, str] = ChainMap({}, self._link_graph().titles) if subgraph is not None else {}
-        finished: dict[str, NodeWithScore] = {}
-
-        def node(item: tuple[Candidate, tuple[ScoreBreakdown, str | None]]) -> NodeWithScore:
-            c, (b, by) = item
-            if c.point_id not in finished:
-                titles.setdefault(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
-                finished[c.point_id] = self.scorer.finish(self._to_node(c, hybrid=hybrid).node, b, subgraph,
-                                                          titles, by, asked)
-                if not c.embedded:
-                    finished[c.point_id].node.metadata["explanation"]["reasons"].insert(
-                        1, "not embedded yet (the import is still adding vectors): ranked by keywords and links only")
-            return finished[c.point_id]
-
-        keep = max(q.top_k, self.config.rerank.limit if q.rerank else 0)
-        heads: dict[str, Any] = {}
-        others: dict[str, list[Any]] = {}
-        if q.group != "chunk":
-            for r in ranked:
-                nid = str(r[0].payload.get("note_id", r[0].point_id))
-                if nid in heads:
-                    others[nid].append(r)
-                elif len(heads) < keep:
-                    heads[nid], others[nid] = r, []
-        shown = ranked if q.aggregate else ranked[:keep] if q.group == "chunk" else \
-            [x for nid, r in heads.items() for x in (r, *others[nid][:MAX_PASSAGES])]
-        self._complete([c for c, _ in shown])
-        all_chunks = [node(r) for r in ranked] if q.aggregate else []
-        if q.group == "chunk":
-            return [node(r) for r in ranked[: len(ranked) if q.aggregate else keep]], all_chunks
-        return [with_passages(node(r), [passage(c.payload, c.point_id, b.total) for c, (b, _) in
-                                        others[nid][:MAX_PASSAGES]])
-                for nid, r in heads.items()], all_chunks
-
-    def _complete(self, cands: list[Candidate]) -> None:
-        """Read the full payload (text, title, headings, ...) of the brief candidates about to be shown."""
-        brief = {c.point_id: c for c in cands if c.brief}
-        for r in self.store.retrieve("chunks", list(brief)):
-            brief[r.id].payload = r.payload
-            brief[r.id].brief = False
-
-    # ------------------------------------------------------------------ pieces
-
-    def _lexical_scores(self, cands: list[Candidate], sparse_queries: list[Sparse], lexical_max: list[float],
-                        flt: Where | None) -> None:
-        """BM25 of every candidate for every sparse query (one query restricted to the candidates each),
-        normalised by the query's best score, so dense-only hits get their lexical share too."""
-        if not cands:
-            return
-        by_id = {c.point_id: c for c in cands}
-        restrict = Where(ids=tuple(by_id)).and_(flt)
-        for sv, top in zip(sparse_queries, lexical_max, strict=True):
-            if top <= 0:
-                continue
-            for r in self.store.search_sparse(sv, len(by_id), restrict):
-                c = by_id.get(r.id)
-                if c is not None:
-                    c.lexical = max(c.lexical, min(1.0, r.score / top))
-
-    @staticmethod
-    def _dense_bounds(cands: Any) -> tuple[float, float]:
-        values = [c.dense for c in cands if c.embedded]
-        return (min(values), max(values)) if values else (0.0, 1.0)
-
-    def _language_split(self, q: ResolvedQuery, cands: Any) -> str | None:
-        """The question's language when BM25 compares notes across languages: the question's language is decided
-        (stopwords of one language) and the candidates hold notes in it and in the other language. Else None: in
-        a vault of one language BM25 judges every note alike (an English question on German notes still matches
-        their shared terms, "Qdrant", "DNS", and nothing is changed)."""
-        if q.mode != "hybrid" or not self.config.hybrid.language_fair:
-            return None
-        lang = text_language(q.request.query)
-        langs = {c.payload.get("lang") or "" for c in cands}
-        return lang if lang is not None and lang in langs and langs - {lang, ""} else None
-
-    def _fuse(self, q: ResolvedQuery, cands: Any, lo: float, hi: float, split: str | None = None) -> None:
-        """S_sem of each candidate. With a language `split`, a chunk of a note in the other language gets a lexical
-        share of at least its dense share: BM25 cannot match its words to the question's, so the best keyword match
-        in the question's language would otherwise push it down by up to (1 - alpha) however well it answers."""
-        alpha = self.config.hybrid.alpha
-        for c in cands:
-            dn = min(1.0, max(0.0, (c.dense - lo) / (hi - lo))) if hi > lo else 1.0
-            if q.mode == "semantic":   # min-max too: raw cosines sit in a narrow band, where W_type would decide
-                c.semantic = dn if c.embedded else 0.0
-            elif not c.embedded:   # no dense score to fuse yet: keywords alone (the graph adds its bonus)
-                c.semantic = c.lexical
-            else:
-                lang = c.payload.get("lang") or ""
-                c.other_language = split is not None and lang not in (split, "") and dn > c.lexical
-                c.semantic = alpha * dn + (1 - alpha) * (dn if c.other_language else c.lexical)
-
-    def _graph_candidates(self, subgraph: Subgraph, cands: dict[str, Candidate], flt: Where | None,
-                          dense_vecs: list[np.ndarray], sparse_queries: list[Sparse], lexical_max: list[float]
-                          ) -> list[Candidate]:
-        """The best chunk of every note reached only through the graph, scored against the query. The engine
-        scores every chunk of those notes (a dense search restricted to them per query vector; the chunks not
-        embedded yet by a filtered read), returning ids and scores only: the graph knows each chunk's note and
-        ranking fields, so no payload is read until a hit is shown. The first of the highest dense + lexical
-        per note is kept."""
-        have = {c.payload.get("note_id") for c in cands.values()}
-        # past the cap, the notes most central to the hits come first
-        new_notes = sorted(subgraph.notes - have, key=lambda n: (-subgraph.centrality_bonus(n), n))[
-            : self.config.expand.max_nodes]
-        graph = self._link_graph()
-        ids = tuple(pid for n in new_notes for _, pid in graph.notes.get(n, {}).get("chunks", ()))
-        if not ids:
-            return []
-        where = Where(ids=ids).and_(flt)
-        dense: dict[str, float] = {}
-        for vec in dense_vecs:
-            for r in self.store.search_dense(vec, len(ids), where, params=self._dense_params()):
-                dense[r.id] = max(dense.get(r.id, -1.0), float(r.score))
-        unembedded = [r.id for r in self.store.scroll("chunks", where.and_(WITHOUT_DENSE), payload=False)] \
-            if self._coverage()[0] else []      # phase 2 has not embedded them yet: keywords and links only
-        found = [Candidate(pid, graph.brief_payload(pid) or {}, None, dense=dense.get(pid, 0.0), via_graph=True,
-                           embedded=pid in dense, brief=True) for pid in sorted({*dense, *unembedded})]
-        self._lexical_scores(found, sparse_queries, lexical_max, None)
-        best: dict[str, Candidate] = {}
-        for c in found:         # in point-id order: ties go to the same chunk on both engines
-            nid = c.payload.get("note_id")
-            if nid is not None and (nid not in best or (c.dense + c.lexical) > (best[nid].dense + best[nid].lexical)):
-                best[nid] = c
-        return list(best.values())
-
     # ------------------------------------------------------------------ search with the caller's vectors
 
     def search_vectors(self, q: ResolvedQuery, vectors: list[Any], sparse_texts: list[str]) -> RetrievalResult:
@@ -569,13 +358,4 @@ class MindnetRetriever(BaseRetriever):
                                  "queries": {"dense": [f"<{len(vectors)} vectors>"],
                                              "sparse": [] if q.mode == "semantic" else sparse_texts}}
         with self._lock, _BLAS.limit(limits=1, user_api="blas"):
-            return self._search_locked(q, [_unit(v) for v in vectors], trace)
-
-    @staticmethod
-    def _to_node(c: Candidate, *, hybrid: bool) -> NodeWithScore:
-        """`lexical` is None in semantic mode: no BM25 score was computed, so none is shown."""
-        node = metadata_dict_to_node(c.payload)
-        node.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense if c.embedded else None,
-                                       "lexical": c.lexical if hybrid else None, "via_graph": c.via_graph,
-                                       "embedded": c.embedded}
-        return NodeWithScore(node=node, score=c.semantic)
+            return self._search_locked(q, [unit(v) for v in vectors], trace)

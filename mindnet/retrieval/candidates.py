@@ -1,0 +1,148 @@
+"""Candidate generation for `MindnetRetriever`: the chunks a query's dense and sparse searches find, their BM25
+share, the notes reached only through the graph, and the full payload of the ones about to be shown.
+
+Every search is the engine's (`Store`); nothing here ranks: `fusion.py` turns the scores into S_sem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mindnet.indexing.sparse import SparseBatch
+from mindnet.retrieval.graph import LinkGraph, Subgraph
+from mindnet.store.collections import BRIEF_FIELDS, WITHOUT_DENSE
+from mindnet.store.engine import Record, SearchParams, Sparse, Store, Where
+
+
+@dataclass
+class Candidate:
+    point_id: str
+    payload: dict
+    vector: np.ndarray | None       # None when the search's own cosine was enough
+    dense: float = 0.0
+    lexical: float = 0.0
+    via_graph: bool = False
+    semantic: float = 0.0
+    embedded: bool = True           # False: the import has not added its dense vector yet (phase 2)
+    brief: bool = False             # payload holds only the ranking fields (BRIEF_FIELDS); read in full when shown
+    other_language: bool = False    # its note is in another language than the question: BM25 counted at least
+                                    # at the dense share
+
+
+def unit(v: Any) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float32)
+    n = float(np.linalg.norm(a))
+    return a / n if n else a
+
+
+class Pool:
+    """The candidates of one search by point id, in the order they were found (the first search to find a chunk
+    keeps it), with the sparse queries that were run and each one's best BM25 score."""
+
+    def __init__(self) -> None:
+        self.cands: dict[str, Candidate] = {}
+        self.sparse_queries: list[Sparse] = []
+        self.lexical_max: list[float] = []
+
+    def add(self, records: list[Record], dense_scores: bool = False) -> None:
+        """`dense_scores`: the records come from a dense search, so a record's score is its cosine."""
+        for r in records:
+            if r.id in self.cands or "chunk_id" not in r.payload:
+                continue   # (no payload: deleted since it was found)
+            c = Candidate(r.id, r.payload, unit(r.dense) if r.dense is not None else None, brief=True)
+            if r.dense is None and dense_scores:
+                c.dense = float(r.score)
+            elif r.dense is None:
+                c.embedded = False   # found by keywords; its vector is not there yet
+            self.cands[r.id] = c
+
+    def search_dense(self, store: Store, dense_vecs: list[np.ndarray], limit: int, flt: Where | None,
+                     params: SearchParams) -> None:
+        # with one dense query its own cosine is the dense score; vectors are fetched only for several queries
+        # (and for hits found by the sparse search or the graph, whose cosine is computed here)
+        need_vectors = len(dense_vecs) > 1
+        for vec in dense_vecs:
+            self.add(store.search_dense(vec, limit, flt, payload=BRIEF_FIELDS, dense=need_vectors,
+                                        params=params), dense_scores=True)
+
+    def search_sparse(self, store: Store, encoded: SparseBatch, limit: int,
+                      flt: Where | None) -> None:
+        """BM25 search for every encoded query (`SparseEncoder.encode_queries`), then every candidate's BM25 share."""
+        indices, values = encoded
+        for idx, val in zip(indices, values, strict=True):
+            if not idx:
+                continue
+            sv = Sparse(idx, val)
+            hits = store.search_sparse(sv, limit, flt, payload=BRIEF_FIELDS, dense=True)
+            self.add(hits)
+            self.sparse_queries.append(sv)
+            self.lexical_max.append(max((h.score for h in hits), default=0.0))
+        lexical_scores(store, list(self.cands.values()), self.sparse_queries, self.lexical_max, flt)
+
+    def cosines(self, dense_vecs: list[np.ndarray]) -> None:
+        """The dense score of the candidates whose vector was read: the best cosine over the query vectors."""
+        matrix = np.stack(dense_vecs)
+        for c in self.cands.values():
+            if c.vector is not None:
+                c.dense = float(np.max(matrix @ c.vector))
+
+
+def lexical_scores(store: Store, cands: list[Candidate], sparse_queries: list[Sparse], lexical_max: list[float],
+                   flt: Where | None) -> None:
+    """BM25 of every candidate for every sparse query (one query restricted to the candidates each),
+    normalised by the query's best score, so dense-only hits get their lexical share too."""
+    if not cands:
+        return
+    by_id = {c.point_id: c for c in cands}
+    restrict = Where(ids=tuple(by_id)).and_(flt)
+    for sv, top in zip(sparse_queries, lexical_max, strict=True):
+        if top <= 0:
+            continue
+        for r in store.search_sparse(sv, len(by_id), restrict):
+            c = by_id.get(r.id)
+            if c is not None:
+                c.lexical = max(c.lexical, min(1.0, r.score / top))
+
+
+def graph_candidates(store: Store, graph: LinkGraph, subgraph: Subgraph, cands: dict[str, Candidate],
+                     flt: Where | None, dense_vecs: list[np.ndarray], pool: Pool, *, max_nodes: int,
+                     params: SearchParams, unembedded_chunks: bool) -> list[Candidate]:
+    """The best chunk of every note reached only through the graph, scored against the query. The engine
+    scores every chunk of those notes (a dense search restricted to them per query vector; the chunks not
+    embedded yet by a filtered read, when `unembedded_chunks`), returning ids and scores only: the graph knows
+    each chunk's note and ranking fields, so no payload is read until a hit is shown. The first of the highest
+    dense + lexical per note is kept."""
+    have = {c.payload.get("note_id") for c in cands.values()}
+    # past the cap, the notes most central to the hits come first
+    new_notes = sorted(subgraph.notes - have, key=lambda n: (-subgraph.centrality_bonus(n), n))[:max_nodes]
+    ids = tuple(pid for n in new_notes for _, pid in graph.notes.get(n, {}).get("chunks", ()))
+    if not ids:
+        return []
+    where = Where(ids=ids).and_(flt)
+    dense: dict[str, float] = {}
+    for vec in dense_vecs:
+        for r in store.search_dense(vec, len(ids), where, params=params):
+            dense[r.id] = max(dense.get(r.id, -1.0), float(r.score))
+    unembedded = [r.id for r in store.scroll("chunks", where.and_(WITHOUT_DENSE), payload=False)] \
+        if unembedded_chunks else []      # phase 2 has not embedded them yet: keywords and links only
+    found = [Candidate(pid, graph.brief_payload(pid) or {}, None, dense=dense.get(pid, 0.0), via_graph=True,
+                       embedded=pid in dense, brief=True) for pid in sorted({*dense, *unembedded})]
+    lexical_scores(store, found, pool.sparse_queries, pool.lexical_max, None)
+    best: dict[str, Candidate] = {}
+    for c in found:         # in point-id order: ties go to the same chunk on both engines
+        nid = c.payload.get("note_id")
+        if nid is not None and (nid not in best or (c.dense + c.lexical) > (best[nid].dense + best[nid].lexical)):
+            best[nid] = c
+    return list(best.values())
+
+
+def complete(store: Store, cands: Iterable[Candidate]) -> None:
+    """Read the full payload (text, title, headings, ...) of the brief candidates about to be shown."""
+    brief = {c.point_id: c for c in cands if c.brief}
+    for r in store.retrieve("chunks", list(brief)):
+        brief[r.id].payload = r.payload
+        brief[r.id].brief = False

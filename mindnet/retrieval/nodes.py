@@ -1,0 +1,109 @@
+"""Node building for `MindnetRetriever`: rank the fused candidates by `MindnetScorer`, then build LlamaIndex nodes
+(with score breakdown and explanation) only for the ones shown: one per note when grouping by note, its other
+matching chunks listed under it as `passages`.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any
+
+from llama_index.core.schema import NodeWithScore
+from llama_index.core.vector_stores.utils import metadata_dict_to_node
+
+from mindnet.retrieval.candidates import Candidate
+from mindnet.retrieval.graph import Subgraph
+from mindnet.retrieval.query import ResolvedQuery
+from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer
+from mindnet.retrieval.scoring import ScoreBreakdown, rank_key
+
+MAX_PASSAGES = 5        # other matching chunks listed under a note-level hit
+
+
+def passage(payload: dict[str, Any], point_id: str, score: float) -> dict[str, Any]:
+    """One of a note's other matching chunks, straight from its payload: listed under the note's hit, it needs
+    no node or explanation of its own (building those for every passage cost more than the graph, measured on
+    the sample vault: ~32 passages per query)."""
+    text = payload.get("text")
+    if text is None:
+        text = metadata_dict_to_node(payload).get_content()
+    return {"node_id": payload.get("chunk_id", point_id), "ord": payload.get("ord", 0),
+            "heading_path": payload.get("heading_path", []), "score": score, "text": text}
+
+
+def with_passages(head: NodeWithScore, passages: list[dict[str, Any]]) -> NodeWithScore:
+    """The note-level hit: its best chunk, with the note's other matching chunks in reading order as
+    metadata `passages` (kept out of the LLM and embedding metadata text)."""
+    node = head.node.model_copy()
+    node.metadata = {**node.metadata, "passages": sorted(passages, key=lambda p: p["ord"])}
+    node.excluded_llm_metadata_keys = list(dict.fromkeys([*node.excluded_llm_metadata_keys, "passages"]))
+    node.excluded_embed_metadata_keys = list(dict.fromkeys([*node.excluded_embed_metadata_keys, "passages"]))
+    return NodeWithScore(node=node, score=head.score)
+
+
+def to_node(c: Candidate, *, hybrid: bool) -> NodeWithScore:
+    """`lexical` is None in semantic mode: no BM25 score was computed, so none is shown."""
+    node = metadata_dict_to_node(c.payload)
+    node.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense if c.embedded else None,
+                                   "lexical": c.lexical if hybrid else None, "via_graph": c.via_graph,
+                                   "embedded": c.embedded}
+    return NodeWithScore(node=node, score=c.semantic)
+
+
+def score_nodes(q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | None, *, scorer: MindnetScorer,
+                other_types_weight: float, rerank_limit: int, link_titles: Mapping[str, str] | None,
+                complete: Callable[[list[Candidate]], None]) -> tuple[list[NodeWithScore], list[NodeWithScore]]:
+    """Rank every candidate by the formula (with the graph's lift cap), then build nodes and explanations only
+    for the ones shown. Returns the shown nodes (one per note when grouping by note, its other matching
+    chunks as `passages`) and, for per-note aggregation, every chunk node.
+
+    `link_titles`: every note's title, from the link graph (None without a subgraph); `complete` reads the full
+    payload of the brief candidates about to be shown."""
+    hybrid = q.mode == "hybrid"
+    # a which-question asking for a type present among the candidates damps the other types (intent.py)
+    asked = [t for t in q.asked_types if any(c.payload.get("type") == t for c in cands)]
+    entries: list[tuple[str, ScoreBreakdown]] = []
+    for c in cands:
+        note_id = str(c.payload.get("note_id", ""))
+        entries.append((note_id, scorer.breakdown(
+            semantic=c.semantic, dense=c.dense if c.embedded else None, lexical=c.lexical if hybrid else None,
+            other_language=c.other_language,
+            retriever_weight=float(c.payload.get("retriever_weight", 1.0)), note_id=note_id,
+            subgraph=subgraph,
+            type_intent=1.0 if not asked or c.payload.get("type") in asked else other_types_weight)))
+    ranked = sorted(zip(cands, scorer.cap(entries, subgraph), strict=True),
+                    key=lambda r: (*rank_key(r[1][0]), str(r[0].payload.get("chunk_id", r[0].point_id))))
+    # every note's title names the other ends of edges; the hits' own titles are added on top (no copy)
+    titles: MutableMapping[str, str] = ChainMap({}, link_titles) if link_titles is not None else {}
+    finished: dict[str, NodeWithScore] = {}
+
+    def node(item: tuple[Candidate, tuple[ScoreBreakdown, str | None]]) -> NodeWithScore:
+        c, (b, by) = item
+        if c.point_id not in finished:
+            titles.setdefault(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
+            finished[c.point_id] = scorer.finish(to_node(c, hybrid=hybrid).node, b, subgraph, titles, by, asked)
+            if not c.embedded:
+                finished[c.point_id].node.metadata["explanation"]["reasons"].insert(
+                    1, "not embedded yet (the import is still adding vectors): ranked by keywords and links only")
+        return finished[c.point_id]
+
+    keep = max(q.top_k, rerank_limit if q.rerank else 0)
+    heads: dict[str, Any] = {}
+    others: dict[str, list[Any]] = {}
+    if q.group != "chunk":
+        for r in ranked:
+            nid = str(r[0].payload.get("note_id", r[0].point_id))
+            if nid in heads:
+                others[nid].append(r)
+            elif len(heads) < keep:
+                heads[nid], others[nid] = r, []
+    shown = ranked if q.aggregate else ranked[:keep] if q.group == "chunk" else \
+        [x for nid, r in heads.items() for x in (r, *others[nid][:MAX_PASSAGES])]
+    complete([c for c, _ in shown])
+    all_chunks = [node(r) for r in ranked] if q.aggregate else []
+    if q.group == "chunk":
+        return [node(r) for r in ranked[: len(ranked) if q.aggregate else keep]], all_chunks
+    return [with_passages(node(r), [passage(c.payload, c.point_id, b.total) for c, (b, _) in
+                                    others[nid][:MAX_PASSAGES]])
+            for nid, r in heads.items()], all_chunks
