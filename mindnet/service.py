@@ -45,7 +45,7 @@ from mindnet.store.folder import held_by_other, locked_error, read_vault, remove
 from mindnet.store.space import MB, SpaceGuard
 
 # Search (LlamaIndex, networkx) is imported when first used, so that `mindnet check` or an unchanged
-# `mindnet ingest` does not pay seconds of imports for it (benchmark: python -m mindnet.evaluation.bench_cli)
+# `mindnet ingest` does not pay seconds of imports for it (benchmark: python -m benchmarks.bench_cli)
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers_vault import load_types
 
-from mindnet.evaluation.bench_analyze import hide_kinds, remove_links
+from benchmarks.bench_analyze import hide_kinds, remove_links
 from mindnet.indexing.edges import LinkResolver
 from mindnet.vault.note import parse_note
 

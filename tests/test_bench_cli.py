@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mindnet.evaluation.bench_cli import COMMANDS, SERVED, main
+from benchmarks.bench_cli import COMMANDS, SERVED, main
 
 
 def test_the_benchmark_reports_every_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mindnet.evaluation.bench_mcp import main
+from benchmarks.bench_mcp import main
 
 
 def test_the_benchmark_reports_each_transport(capsys: pytest.CaptureFixture[str]) -> None:

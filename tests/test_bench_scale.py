@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks import bench_scale
+from benchmarks.scale_vault import generate_vault
 from mindnet.backends import make_embedding
-from mindnet.evaluation import bench_scale
 from mindnet.evaluation.hash_embedding import HashBenchmarkEmbedding
-from mindnet.evaluation.scale_vault import generate_vault
 from mindnet.settings import Settings
 from mindnet.vault.links import extract_links
 

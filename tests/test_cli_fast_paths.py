@@ -4,7 +4,7 @@
   and the CLI process imports neither LlamaIndex nor the embedding model;
 - an unchanged `mindnet ingest` and `mindnet check` import no LlamaIndex, networkx or scipy.
 
-Times are printed by `python -m mindnet.evaluation.bench_cli`, not asserted here.
+Times are printed by `python -m benchmarks.bench_cli`, not asserted here.
 """
 
 from __future__ import annotations

@@ -48,8 +48,8 @@ def links(path: Path) -> list[str]:
 
 
 def test_slugs_follow_github() -> None:
-    assert slug("MCP latency: `python -m mindnet.evaluation.bench_mcp`") == \
-        "mcp-latency-python--m-mindnetevaluationbench_mcp"
+    assert slug("MCP latency: `python -m benchmarks.bench_mcp`") == \
+        "mcp-latency-python--m-benchmarksbench_mcp"
     assert slug("Save & Analyze") == "save--analyze"
     assert slug("analysis.yaml") == "analysisyaml"
 

@@ -1,4 +1,4 @@
-"""The reliability drill (mindnet.evaluation.drill) on its smallest real path, so the script cannot rot: one
+"""The reliability drill (benchmarks.drill) on its smallest real path, so the script cannot rot: one
 damaged-files round (the notes collection deleted) through `check`, `query`, `serve` and the repairing
 `ingest`, its row in the JSON it writes."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mindnet.evaluation import drill
+from benchmarks import drill
 
 
 def test_the_drill_repairs_a_deleted_notes_collection(tmp_path: Path, capsys) -> None:

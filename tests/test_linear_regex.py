@@ -110,7 +110,7 @@ def test_a_draft_with_a_pathological_heading_is_sanitised_at_once():
 
 
 def test_the_regex_benchmark_prints_old_beside_new_for_each_input(capsys):
-    from mindnet.evaluation import bench_regex
+    from benchmarks import bench_regex
     assert bench_regex.main(["--scale", "0.02"]) == 0
     rows = capsys.readouterr().out.splitlines()
     assert [row.split()[0] for row in rows] == ["input", "chunker", "note", "BM25", "BM25", "draft", "draft",

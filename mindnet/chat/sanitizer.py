@@ -29,7 +29,7 @@ from mindnet.chat.draft_parse import (
     _shorten,
     _split_frontmatter,
 )
-from mindnet.chat.draft_parse import _KEY_LINE as _KEY_LINE  # re-exported: evaluation/bench_regex.py times it
+from mindnet.chat.draft_parse import _KEY_LINE as _KEY_LINE  # re-exported: benchmarks/bench_regex.py times it
 from mindnet.settings import InterviewSchema
 
 logger = logging.getLogger(__name__)

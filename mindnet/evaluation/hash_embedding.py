@@ -5,6 +5,8 @@ Each word (lower-cased `\\w+`) is hashed (blake2b) to one of `dim` buckets with 
 the signed bucket counts, L2-normalised. Texts sharing words get similar vectors, so a query drawn from a
 note finds that note, which keeps the candidate sets of a benchmark query realistic. Select it with
 MINDNET_EMBEDDING=hash-benchmark (a `mindnet serve` subprocess of bench_scale does); it is never a default.
+Kept in the package (not in benchmarks/): mindnet/backends.py's `hash-benchmark` backend imports it, in the
+installed `mindnet serve` that the benchmarks start.
 """
 
 from __future__ import annotations

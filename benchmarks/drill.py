@@ -1,6 +1,6 @@
 """Reliability drill: the failure cases of issue 27, repeated against real `mindnet` processes.
 
-    python -m mindnet.evaluation.drill [--quick] [--out FILE.json] [--cases kill corrupt ...] [--seed 27]
+    python -m benchmarks.drill [--quick] [--out FILE.json] [--cases kill corrupt ...] [--seed 27]
 
 Every step runs as a user runs it (`mindnet serve|ingest|check|query`, each its own process) on copies of a
 vault and its data folder under one temp folder, removed at the end; the embedding is `hash-benchmark`
@@ -52,7 +52,7 @@ from typing import Any
 
 import httpx
 
-from mindnet.evaluation.scale_vault import generate_vault
+from benchmarks.scale_vault import generate_vault
 from mindnet.settings import DEFAULT_CONFIG_DIR, SAMPLE_VAULT, TypesConfig, load_yaml_model
 
 PREFIX = "drill"
@@ -712,7 +712,7 @@ def table(rows: list[Row]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mindnet.evaluation.drill", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.drill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer rounds, smaller vaults (a few minutes)")
     parser.add_argument("--out", type=Path, help="also write the rows as JSON to this file")

@@ -1,6 +1,6 @@
 """Benchmark of Save & Analyze: link prediction, relation kinds, latency. Prints figures; asserts nothing.
 
-    python -m mindnet.evaluation.bench_analyze [--sample] [--musique FOLDER] [--kinds] [--latency]
+    python -m benchmarks.bench_analyze [--sample] [--musique FOLDER] [--kinds] [--latency]
                                                [--seeds 3] [--share 0.2] [--work DIR]
 
 Link prediction: from a copy of the vault, remove `share` of the explicit links (a note -> note pair; a wikilink
