@@ -184,6 +184,19 @@ def test_one_how_i_answered_step_in_sentences(page: Page) -> None:
     shot(page, "03_how_i_answered")
 
 
+def test_a_very_long_message_is_collapsed_with_a_show_all_button(page: Page) -> None:
+    ask(page, "Qdrant " + "lang " * 2000)                      # 10,007 characters, a pasted note
+    bubble = page.locator("[data-step-type=user_message] .message-content").last
+    show = page.get_by_role("button", name=re.compile(r"^Show all \(10,00\d characters\)"))
+    expect(show).to_be_visible()
+    assert bubble.bounding_box()["height"] < 600                # was a 5,400 px bubble
+    shot(page, "04_long_message_collapsed")
+    show.focus()
+    page.keyboard.press("Enter")                               # a real button: the keyboard opens it too
+    expect(page.get_by_role("button", name="Show less")).to_have_attribute("aria-expanded", "true")
+    assert bubble.bounding_box()["height"] > 2000
+
+
 def test_markdown_and_html_titles_are_text_and_still_open(page: Page) -> None:
     ask(page, "Zitronenmelisse Seltsamkeit Titel")
     answer = last_answer(page)
