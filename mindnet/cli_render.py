@@ -16,13 +16,9 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from mindnet.wording import plural  # also imported from here by the CLI
+
 ELLIPSIS = "…"
-
-
-def plural(n: int, word: str, plural_form: str | None = None) -> str:
-    """`plural(1, "passage")` -> "1 passage", `plural(2, "passage")` -> "2 passages"; irregular forms explicitly:
-    `plural(2, "query", "queries")`."""
-    return f"{n} {word if n == 1 else plural_form or word + 's'}"
 
 
 def _number(value: Any) -> float | None:

@@ -170,7 +170,7 @@ def test_answer_cites_sources_that_open_their_panel(page: Page, server: ChatServ
 
 def test_one_how_i_answered_step_in_sentences(page: Page) -> None:
     ask(page, "Warum habe ich Qdrant gewählt?")
-    for old in ("Used Intent routing", "Used Retrieval"):      # no thin top-level steps any more
+    for old in ("Intent routing", "Retrieval"):      # no thin top-level steps any more
         assert page.get_by_text(old, exact=True).count() == 0
     page.get_by_text("How I answered").first.click()
     how = page.get_by_text("I answered as DECISION because", exact=False).first
@@ -179,8 +179,22 @@ def test_one_how_i_answered_step_in_sentences(page: Page) -> None:
     for part in ("I searched your notes for", "hybrid search, graph depth 1", "candidates",
                  "The graph expanded", "The model phi3:mini wrote the answer", "the sources were ready after"):
         assert part in text, part
-    expect(page.get_by_text("Used Intent routing", exact=True).first).to_be_visible()   # the details, inside
+    expect(page.get_by_text("Intent routing", exact=True).first).to_be_visible()   # the details, inside
+    assert page.get_by_text(re.compile(r"^\s*Used\b")).count() == 0    # not "Used How I answered" on each answer
     shot(page, "03_how_i_answered")
+
+
+def test_a_very_long_message_is_collapsed_with_a_show_all_button(page: Page) -> None:
+    ask(page, "Qdrant " + "lang " * 2000)                      # 10,007 characters, a pasted note
+    bubble = page.locator("[data-step-type=user_message] .message-content").last
+    show = page.get_by_role("button", name=re.compile(r"^Show all \(10,00\d characters\)"))
+    expect(show).to_be_visible()
+    assert bubble.bounding_box()["height"] < 600                # was a 5,400 px bubble
+    shot(page, "04_long_message_collapsed")
+    show.focus()
+    page.keyboard.press("Enter")                               # a real button: the keyboard opens it too
+    expect(page.get_by_role("button", name="Show less")).to_have_attribute("aria-expanded", "true")
+    assert bubble.bounding_box()["height"] > 2000
 
 
 def test_markdown_and_html_titles_are_text_and_still_open(page: Page) -> None:

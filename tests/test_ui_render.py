@@ -131,3 +131,18 @@ def test_no_answer_markdown_holds_an_image_a_commonmark_parser_would_load() -> N
 def test_a_path_in_a_code_span_cannot_break_out() -> None:
     assert escaping.code_span("a`b ![x](y)") == "``a`b ![x](y)``"
     assert escaping.code_span("`x") == "`` `x ``"
+
+
+# --------------------------------------------------------------------------- wording (issue 24, item 10)
+
+
+def test_counts_in_the_steps_are_singular_for_one() -> None:
+    one = render.step_output("retrieval", {"queries": ["Was ist Qdrant?"], "candidates": 1, "ms": 12})
+    assert one.startswith("1 query, 1 candidate in 12 ms") and "queries" not in one
+    assert render.step_output("retrieval", {"queries": ["a", "b"], "candidates": 7}).startswith("2 queries, 7 candidates")
+
+
+def test_the_import_problems_say_their_level_once() -> None:
+    lines = render.import_problems({"skipped": ["error: broken.md:2: bad YAML"],
+                                    "warnings": ["warning: a.md:3: the link [[x]] has no target"]})
+    assert lines == ["skipped: broken.md:2: bad YAML", "warning: a.md:3: the link [[x]] has no target"]

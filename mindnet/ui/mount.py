@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import importlib.util
 import json
 import logging
 import os
@@ -62,7 +63,26 @@ def prepare_app_root(root: Path) -> Path:
         shutil.copyfile(logo, root / "public" / logo.name)
     for asset in PAGE_ASSETS:
         shutil.copyfile(UI_DIR / "public" / asset, root / "public" / asset)
+    write_translations(root / ".chainlit" / "translations")
     return root
+
+
+def write_translations(folder: Path) -> None:
+    """Chainlit's translations (its documented .chainlit/translations) with the step status words left out: it
+    titles each finished step "Used <name>", which reads "Used How I answered" on every answer. Written again at
+    each start, from the installed Chainlit, so they follow its version; found without importing chainlit, whose
+    import fixes the app root."""
+    spec = importlib.util.find_spec("chainlit")
+    shipped = Path(next(iter(spec.submodule_search_locations or []), "")) / "translations" if spec else None
+    if not shipped or not shipped.is_dir():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for source in shipped.glob("*.json"):
+        words = json.loads(source.read_text(encoding="utf-8"))
+        status = words.get("chat", {}).get("messages", {}).get("status")
+        if isinstance(status, dict):
+            status.update({"using": "", "used": ""})
+        (folder / source.name).write_text(json.dumps(words, ensure_ascii=False, indent=2), encoding="utf-8")
 
 
 def local_only(template: Callable[[str], str]) -> Callable[[str], str]:

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from mindnet.chat.engine import ChatRequest, ChatTurn
 from mindnet.retrieval.results import highlight_words, plain_reasons, shown_name, written_title
 from mindnet.ui.escaping import escape, images_as_links, inline_markdown
+from mindnet.wording import plural
 
 MAX_EDGES = 8
 
@@ -198,7 +199,8 @@ def step_output(kind: str, data: Mapping[str, Any]) -> str:
     if kind == "retrieval":
         queries = data.get("queries") or []
         listed = "\n".join(f"- {escape(q)}" for q in queries)
-        return f"{len(queries)} queries, {data.get('candidates', 0)} candidates{ms}\n{listed}".rstrip()
+        counted = f"{plural(len(queries), 'query', 'queries')}, {plural(data.get('candidates', 0), 'candidate')}"
+        return f"{counted}{ms}\n{listed}".rstrip()
     if kind == "graph":
         return (f"{_count(data.get('seeds'))} seeds, {_count(data.get('nodes'))} notes, "
                 f"{_count(data.get('edges'))} edges{ms}")
@@ -260,10 +262,16 @@ def import_markdown(report: Mapping[str, Any]) -> str:
             f"{r['changed']} changed, {r['deleted']} deleted), {r['chunks']} chunks, {r['edges']} edges.")
 
 
+def _without_level(line: Any, level: str) -> str:
+    line = str(line)
+    return line[len(level) + 2:] if line.startswith(f"{level}: ") else line
+
+
 def import_problems(report: Mapping[str, Any], limit: int = 30) -> list[str]:
     """The report's problems, one line each: skipped files, warnings, unresolved links."""
-    lines = [f"skipped: {x}" for x in report.get("skipped") or []]
-    lines += [f"warning: {x}" for x in report.get("warnings") or []]
+    # the report's lines already carry their level ("warning: a.md:3: ..."): said once, not "warning: warning:"
+    lines = [f"skipped: {_without_level(x, 'error')}" for x in report.get("skipped") or []]
+    lines += [f"warning: {_without_level(x, 'warning')}" for x in report.get("warnings") or []]
     lines += [f"unresolved link in {u.get('note')}: [[{u.get('link')}]]" for u in report.get("unresolved_links") or []
               if isinstance(u, Mapping)]
     return lines[:limit] + ([f"... and {len(lines) - limit} more"] if len(lines) > limit else [])

@@ -5,6 +5,8 @@
 //    close it unless the user opened it (a click on a citation or a source link).
 // 3. An unsaved interview draft is kept in this browser (the editor stores it as it is typed); after a reload
 //    the page hands it back to the server, which opens it again.
+// 4. A very long message of the user (a pasted note) is shown collapsed to a few lines with a "Show all"
+//    button, not as a bubble thousands of pixels tall that pushes the answer out of sight.
 (function () {
   "use strict";
   var NARROW = 768; // Chainlit's own mobile breakpoint
@@ -77,8 +79,35 @@
     }
   }
 
+  // 4. long messages collapsed
+  var LONG_PX = 320;
+  function collapseLongMessages() {
+    var bodies = document.querySelectorAll("[data-step-type=user_message] .message-content:not([data-mindnet-sized])");
+    for (var i = 0; i < bodies.length; i++) {
+      var body = bodies[i];
+      if (!body.textContent.trim()) continue; // not rendered yet
+      body.dataset.mindnetSized = "1";
+      if (body.scrollHeight <= LONG_PX * 1.5) continue;
+      body.classList.add("mindnet-collapsed");
+      var toggle = document.createElement("button");
+      toggle.type = "button";
+      toggle.className = "mindnet-show-all";
+      toggle.setAttribute("aria-expanded", "false");
+      toggle.textContent = "Show all (" + body.textContent.length.toLocaleString() + " characters)";
+      toggle.addEventListener("click", (function (b, t) {
+        return function () {
+          var open = b.classList.toggle("mindnet-collapsed") === false;
+          t.setAttribute("aria-expanded", open ? "true" : "false");
+          t.textContent = open ? "Show less" : "Show all (" + b.textContent.length.toLocaleString() + " characters)";
+        };
+      })(body, toggle));
+      body.parentElement.appendChild(toggle);
+    }
+  }
+
   new MutationObserver(function () {
     closeAutoOpenedDrawer();
     restoreDraft();
+    collapseLongMessages();
   }).observe(document.documentElement, { childList: true, subtree: true });
 })();
