@@ -106,6 +106,15 @@ async def test_follow_up_without_llm_uses_last_user_turn(mindnet, fake_ollama):
     assert response.sources[0]["title"] in {"qdrant", "hybride-suche"}
 
 
+async def test_follow_up_when_the_llm_fails_searches_the_new_question_alone(mindnet, fake_ollama):
+    fake_ollama.chat_mode = "error"      # Ollama is up and answers HTTP 500: condensing fails
+    response = await mindnet.chat.achat(ChatRequest(message="Wie funktioniert die hybride Suche?", history=HISTORY,
+                                                    strategy="FACT"))
+    assert (response.trace["search_text"], response.trace["condensed_by"]) == \
+        ("Wie funktioniert die hybride Suche?", "failed")                # not "Was ist Qdrant? Wie ..."
+    assert response.trace["primary"]["queries"]["dense"] == ["Wie funktioniert die hybride Suche?"]
+
+
 async def test_without_llm_rag_returns_passages_and_notice(mindnet, fake_ollama):
     fake_ollama.models = {"nomic-embed-text"}
     response = await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))

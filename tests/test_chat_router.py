@@ -102,3 +102,9 @@ def test_reachability_is_checked_once_per_ttl(fake_ollama):
 ])
 def test_parse_llm_choice(answer, expected):
     assert parse_llm_choice(answer, NAMES) == expected
+
+
+def test_an_llm_that_answers_http_500_is_failed_not_unreachable(fake_ollama):
+    fake_ollama.chat_mode = "error"
+    assert chosen(make_selector(fake_ollama.url), "Qdrant oder Chroma?") == \
+        ("FACT", "no keyword; LLM failed (Ollama answered with an error) -> default FACT")

@@ -139,7 +139,8 @@ def test_a_path_in_a_code_span_cannot_break_out() -> None:
 def test_counts_in_the_steps_are_singular_for_one() -> None:
     one = render.step_output("retrieval", {"queries": ["Was ist Qdrant?"], "candidates": 1, "ms": 12})
     assert one.startswith("1 query, 1 candidate in 12 ms") and "queries" not in one
-    assert render.step_output("retrieval", {"queries": ["a", "b"], "candidates": 7}).startswith("2 queries, 7 candidates")
+    two = render.step_output("retrieval", {"queries": ["a", "b"], "candidates": 7})
+    assert two.startswith("2 queries, 7 candidates")
 
 
 def test_the_import_problems_say_their_level_once() -> None:

@@ -29,6 +29,11 @@ _WORD = re.compile(r"[A-Za-z_]+")
 _MAX_SHOWN = 60
 
 
+def llm_trouble(exc: LLMUnavailableError) -> str:
+    """Why the router had no LLM answer, told apart: Ollama answered with an error vs. could not be asked."""
+    return "LLM failed (Ollama answered with an error)" if "answered with an error" in str(exc) else "LLM unreachable"
+
+
 @dataclass(frozen=True)
 class Selection:
     strategy: str
@@ -111,8 +116,8 @@ class IntentSelector(BaseSelector):
             return fast
         try:
             answer = self._gate.complete(self._router_prompt(message, names))
-        except LLMUnavailableError:
-            return without_llm(self._config.default_strategy, "LLM unreachable")
+        except LLMUnavailableError as exc:
+            return without_llm(self._config.default_strategy, llm_trouble(exc))
         return from_llm_answer(answer, names, self._config.default_strategy)
 
     async def achoose(self, message: str, names: Sequence[str]) -> Selection:
@@ -121,8 +126,8 @@ class IntentSelector(BaseSelector):
             return fast
         try:
             answer = await self._gate.acomplete(self._router_prompt(message, names))
-        except LLMUnavailableError:
-            return without_llm(self._config.default_strategy, "LLM unreachable")
+        except LLMUnavailableError as exc:
+            return without_llm(self._config.default_strategy, llm_trouble(exc))
         return from_llm_answer(answer, names, self._config.default_strategy)
 
     @staticmethod

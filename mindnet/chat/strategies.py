@@ -125,13 +125,17 @@ def retrieval_events(queries: list[str], results: Sequence[RetrievalResult]) -> 
 
 async def acondense(message: str, history: Sequence[ChatTurn], *, gate: LLMGate,
                     prompt: BasePromptTemplate) -> tuple[str, str]:
-    """The standalone question for a follow-up, and how it was made ("none" | "llm" | "history")."""
+    """The standalone question for a follow-up, and how it was made ("none" | "llm" | "history" | "failed")."""
     if not history:
         return message.strip(), "none"
+    if not (await gate.astatus()).available:    # no LLM here: the last question keeps the follow-up's subject
+        return condense_without_llm(message, history), "history"
     try:
         answer = await gate.acomplete(prompt.format(chat_history=format_history(history), question=message))
     except LLMUnavailableError:
-        return condense_without_llm(message, history), "history"
+        # the LLM was there and failed (HTTP 500, a dropped connection): the question as asked; glued to the
+        # previous one it found that one's notes (off-topic sources, all with one score)
+        return message.strip(), "failed"
     line = next((x.strip() for x in answer.splitlines() if x.strip()), "")
     return (line, "llm") if line else (condense_without_llm(message, history), "history")
 
