@@ -125,16 +125,21 @@ def without_note_block(text: str) -> str:
 
 
 CUT_OFF = "… _(cut off: the model stopped while answering)_"
+STOPPED = "… _(stopped by you)_"
 
 
 def answer_markdown(*, header: str, body: str, sources: list[Mapping[str, Any]], notice: str | None = None,
-                    cut_off: bool = False, writing: bool = False) -> str:
-    """The answer message: badge and reason, the answer (so far), a notice, the numbered sources."""
+                    cut_off: bool = False, writing: bool = False, stopped: bool = False) -> str:
+    """The answer message: badge and reason, the answer (so far), a notice, the numbered sources. `stopped`:
+    the user pressed Stop (not the model's doing, so not "cut off")."""
     parts = [header, ""]
     if body.strip():
-        parts.append(images_as_links(body.rstrip()) + (" " + CUT_OFF if cut_off else ""))
+        mark = STOPPED if stopped else CUT_OFF if cut_off else ""
+        parts.append(images_as_links(body.rstrip()) + (" " + mark if mark else ""))
     elif writing:
         parts.append("_writing the answer..._")
+    elif stopped:
+        parts.append("_(stopped by you before the answer began)_")
     elif cut_off:
         parts.append("_(stopped before the answer began)_")
     else:
