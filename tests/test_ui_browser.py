@@ -232,6 +232,20 @@ def test_sources_show_before_the_answer_and_stay_when_generation_fails(page: Pag
     expect(last_answer(page)).to_contain_text(ANSWER[:30])
 
 
+def test_without_an_llm_the_passages_show_note_markdown_as_text(page: Page, server: ChatServer) -> None:
+    models = set(server.ollama.models)
+    server.ollama.models = {"nomic-embed-text"}                  # Ollama is up, the chat model is not pulled
+    try:
+        ask(page, "raw HTML in notes that Obsidian renders, a risk in a browser")
+    finally:
+        server.ollama.models = models
+    answer = last_answer(page)
+    expect(answer).to_contain_text("The most relevant passages from your notes")
+    expect(answer).to_contain_text("`**bold**`")                 # the note's Markdown, literally
+    assert answer.locator("code:has-text('**bold**'), a[href^='http']").count() == 0   # not rendered, no live links
+    shot(page, "05_passages_without_llm")
+
+
 def test_sources_stay_when_the_user_presses_stop(page: Page, server: ChatServer) -> None:
     # the model answers only once Stop was pressed (a state, not a time: on a busy machine a slow model's
     # answer could otherwise finish before the click)

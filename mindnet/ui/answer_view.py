@@ -128,6 +128,8 @@ class AnswerView:
         if response.sources and not self.sources:      # a client-less path: sources only in the final answer
             self.sources = response.sources
         self.body = response.answer if (response.cut_off or not self.body) else self.body
+        if not (response.generation_available or response.cut_off or response.draft):   # passages: shown as text
+            self.body = render.passages_markdown(self.sources)
         if response.draft:   # the note opens in the editor below; do not show it twice
             self.body = render.without_note_block(self.body)
         if self.how is not None:
@@ -137,7 +139,7 @@ class AnswerView:
                                         f"{(time.perf_counter() - self.started) * 1000:.0f} ms."])
             self.how.end = utc_now()
             await self.how.update()
-        notices = [*self.notices, *([response.notice] if response.notice and response.notice not in response.answer
+        notices = [*self.notices, *([response.notice] if response.notice and response.notice not in self.body
                                     else [])]
         notice = " ".join(dict.fromkeys(notices)) or None
         content = self.content(notice=notice, cut_off=response.cut_off, writing=False)

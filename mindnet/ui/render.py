@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from mindnet.chat.engine import ChatRequest, ChatTurn
+from mindnet.chat.strategies import PASSAGES_SHOWN, snippet
 from mindnet.retrieval.results import highlight_words, plain_reasons, shown_name, written_title
 from mindnet.ui.escaping import escape, images_as_links, inline_markdown
 from mindnet.wording import plural
@@ -122,6 +123,16 @@ def without_note_block(text: str) -> str:
     """An interview reply without the note's fenced block (the note is shown in the draft editor)."""
     stripped = _NOTE_FENCE.sub("", text).strip()
     return stripped or "Here is the draft of your note."
+
+
+def passages_markdown(sources: list[Mapping[str, Any]]) -> str:
+    """The answer without an LLM, for the screen: the best passages as literal text (note Markdown is not
+    rendered: its links and images would be live), each under its "[n]", which links to the source panel."""
+    if not sources:
+        return "No matching passages were found in your notes."
+    lines = ["The most relevant passages from your notes:"]
+    lines += [f"- {source_name(i)} {escape(snippet(s))}" for i, s in enumerate(sources[:PASSAGES_SHOWN], 1)]
+    return "\n".join(lines)
 
 
 CUT_OFF = "… _(cut off: the model stopped while answering)_"
