@@ -223,8 +223,27 @@ def test_sources_show_before_the_answer_and_stay_when_generation_fails(page: Pag
     assert "ollama serve" not in text and "`" not in text          # no "start Ollama", no literal backticks
     assert answer.locator("a.element-link").count() > 0           # the sources stayed
     shot(page, "05_cut_off")
-    ask(page, "Was ist hybride Suche?")                           # Ollama is asked again at once
+    retry = answer.get_by_role("button", name="Retry")            # after a failure: one click asks again
+    expect(retry).to_be_visible()
+    rated = page.get_by_role("button", name="Good answer")
+    before = rated.count()
+    retry.click()                                                 # Ollama is asked again at once
+    expect(rated).to_have_count(before + 1, timeout=TIMEOUT)
     expect(last_answer(page)).to_contain_text(ANSWER[:30])
+
+
+def test_without_an_llm_the_passages_show_note_markdown_as_text(page: Page, server: ChatServer) -> None:
+    models = set(server.ollama.models)
+    server.ollama.models = {"nomic-embed-text"}                  # Ollama is up, the chat model is not pulled
+    try:
+        ask(page, "raw HTML in notes that Obsidian renders, a risk in a browser")
+    finally:
+        server.ollama.models = models
+    answer = last_answer(page)
+    expect(answer).to_contain_text("The most relevant passages from your notes")
+    expect(answer).to_contain_text("`**bold**`")                 # the note's Markdown, literally
+    assert answer.locator("code:has-text('**bold**'), a[href^='http']").count() == 0   # not rendered, no live links
+    shot(page, "05_passages_without_llm")
 
 
 def test_sources_stay_when_the_user_presses_stop(page: Page, server: ChatServer) -> None:
@@ -248,7 +267,10 @@ def test_sources_stay_when_the_user_presses_stop(page: Page, server: ChatServer)
         server.ollama.chat_fn = scripted_chat
     page.wait_for_timeout(500)
     answer = page.locator(".step").filter(has_text="Sources").last
-    expect(answer).to_contain_text("Stopped.")
+    expect(answer).to_contain_text("stopped by you")             # the user's doing, not "the model stopped"
+    assert "cut off" not in answer.inner_text() and "Stopped." not in answer.inner_text()
+    expect(answer.get_by_role("button", name="Good answer")).to_be_visible()   # a stopped answer can be rated
+    expect(page.get_by_text("Task manually stopped.")).to_be_hidden()           # one message, not Chainlit's too
     assert answer.locator("a.element-link").count() > 0        # the sources are still there, and clickable
     answer.locator("a.element-link").first.click()
     expect(page.get_by_test_id("source-panel").first).to_be_visible(timeout=TIMEOUT)

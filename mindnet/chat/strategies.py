@@ -7,7 +7,7 @@ the step-by-step form the chat engine streams from. Without an LLM the best pass
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.response.schema import Response
@@ -32,8 +32,8 @@ logger = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = "system"
 CONDENSE_PROMPT = "condense"
-_PASSAGES = 5
-_SNIPPET = 300
+PASSAGES_SHOWN = 5      # passages in an answer without an LLM
+SNIPPET_CHARS = 300
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -89,14 +89,19 @@ def context_block(sources: Sequence[dict[str, Any]]) -> str:
     return "\n\n".join(parts) or "(keine passenden Notizen gefunden)"
 
 
+def snippet(source: Mapping[str, Any]) -> str:
+    """A source's text on one line, at most SNIPPET_CHARS long."""
+    text = " ".join((source.get("text") or "").split())
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 3] + "..."
+
+
 def passages_answer(sources: Sequence[dict[str, Any]], notice: str) -> str:
     """The answer without an LLM: the notice, then the best passages with their sources."""
     if not sources:
         return f"{notice}\n\nNo matching passages were found in your notes."
     lines = [notice, "", "The most relevant passages from your notes:"]
-    for i, s in enumerate(sources[:_PASSAGES], 1):
-        text = " ".join((s.get("text") or "").split())
-        text = text if len(text) <= _SNIPPET else text[:_SNIPPET - 3] + "..."
+    for i, s in enumerate(sources[:PASSAGES_SHOWN], 1):
+        text = snippet(s)
         lines.append(f"- [{i}] {shown_name(s)} ({s.get('path')}, score {float(s.get('score') or 0):.3f}): {text}")
     return "\n".join(lines)
 

@@ -42,9 +42,10 @@ class AnswerView:
         self.failure = ""
         self.notices: list[str] = []
 
-    def content(self, *, notice: str | None = None, cut_off: bool = False, writing: bool = True) -> str:
+    def content(self, *, notice: str | None = None, cut_off: bool = False, writing: bool = True,
+                stopped: bool = False) -> str:
         return render.answer_markdown(header=self.header, body=self.body, sources=self.sources, notice=notice,
-                                      cut_off=cut_off, writing=writing)
+                                      cut_off=cut_off, writing=writing, stopped=stopped)
 
     async def run(self) -> ChatResponse | None:
         try:
@@ -58,12 +59,13 @@ class AnswerView:
             if self.how is not None:
                 self.how.end = utc_now()
                 await asyncio.shield(self.how.update())
-            if self.message is not None:
-                self.message.content = self.content(notice="Stopped.", cut_off=True, writing=False)
+            if self.message is not None:     # one message says it was stopped, and it can still be rated
+                self.message.content = self.content(writing=False, stopped=True)
+                self.message.actions = answer_rating_actions(self.query_id) if self.query_id else []
                 await asyncio.shield(self.message.update())
             raise
         if self.failure:
-            await say_error("Chat problem", self.failure)
+            await say_error("Chat problem", self.failure, actions=[retry_action(self.request.message)])
         return None
 
     async def on_event(self, kind: str, data: dict[str, Any]) -> None:
@@ -126,6 +128,8 @@ class AnswerView:
         if response.sources and not self.sources:      # a client-less path: sources only in the final answer
             self.sources = response.sources
         self.body = response.answer if (response.cut_off or not self.body) else self.body
+        if not (response.generation_available or response.cut_off or response.draft):   # passages: shown as text
+            self.body = render.passages_markdown(self.sources)
         if response.draft:   # the note opens in the editor below; do not show it twice
             self.body = render.without_note_block(self.body)
         if self.how is not None:
@@ -135,7 +139,7 @@ class AnswerView:
                                         f"{(time.perf_counter() - self.started) * 1000:.0f} ms."])
             self.how.end = utc_now()
             await self.how.update()
-        notices = [*self.notices, *([response.notice] if response.notice and response.notice not in response.answer
+        notices = [*self.notices, *([response.notice] if response.notice and response.notice not in self.body
                                     else [])]
         notice = " ".join(dict.fromkeys(notices)) or None
         content = self.content(notice=notice, cut_off=response.cut_off, writing=False)
@@ -147,7 +151,8 @@ class AnswerView:
                 await show_sources_panel(elements, self.query_id, self.request.message)
             return
         self.message.content = content
-        self.message.actions = feedback_actions(response)
+        self.message.actions = feedback_actions(response) + ([retry_action(self.request.message)]
+                                                             if self.failure else [])
         await self.message.update()
 
 
@@ -174,6 +179,12 @@ def feedback_actions(response: ChatResponse, selected: int = 0) -> list[cl.Actio
     if not response.query_id:
         return []
     return answer_rating_actions(response.query_id, selected)
+
+
+def retry_action(question: str) -> cl.Action:
+    """Ask the same question again (after the model failed): the history's "ask again" action."""
+    return cl.Action(name="ask_again", label="Retry", icon="rotate-ccw", tooltip="ask the same question again",
+                     payload={"query": question})
 
 
 def answer_rating_actions(query_id: str, selected: int = 0) -> list[cl.Action]:

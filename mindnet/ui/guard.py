@@ -37,5 +37,8 @@ def readable(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]
     return wrapper
 
 
-async def say_error(title: str, detail: str) -> None:
-    await cl.ErrorMessage(content=f"**{escape(title)}:** {escape(detail)}").send()
+async def say_error(title: str, detail: str, actions: list[cl.Action] | None = None) -> None:
+    message = cl.ErrorMessage(content=f"**{escape(title)}:** {escape(detail)}")
+    await message.send()
+    for action in actions or []:      # an error message takes no actions of its own: attached to it
+        await action.send(for_id=message.id)

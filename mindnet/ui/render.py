@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from mindnet.chat.engine import ChatRequest, ChatTurn
+from mindnet.chat.strategies import PASSAGES_SHOWN, snippet
 from mindnet.retrieval.results import highlight_words, plain_reasons, shown_name, written_title
 from mindnet.ui.escaping import escape, images_as_links, inline_markdown
 from mindnet.wording import plural
@@ -124,17 +125,32 @@ def without_note_block(text: str) -> str:
     return stripped or "Here is the draft of your note."
 
 
+def passages_markdown(sources: list[Mapping[str, Any]]) -> str:
+    """The answer without an LLM, for the screen: the best passages as literal text (note Markdown is not
+    rendered: its links and images would be live), each under its "[n]", which links to the source panel."""
+    if not sources:
+        return "No matching passages were found in your notes."
+    lines = ["The most relevant passages from your notes:"]
+    lines += [f"- {source_name(i)} {escape(snippet(s))}" for i, s in enumerate(sources[:PASSAGES_SHOWN], 1)]
+    return "\n".join(lines)
+
+
 CUT_OFF = "… _(cut off: the model stopped while answering)_"
+STOPPED = "… _(stopped by you)_"
 
 
 def answer_markdown(*, header: str, body: str, sources: list[Mapping[str, Any]], notice: str | None = None,
-                    cut_off: bool = False, writing: bool = False) -> str:
-    """The answer message: badge and reason, the answer (so far), a notice, the numbered sources."""
+                    cut_off: bool = False, writing: bool = False, stopped: bool = False) -> str:
+    """The answer message: badge and reason, the answer (so far), a notice, the numbered sources. `stopped`:
+    the user pressed Stop (not the model's doing, so not "cut off")."""
     parts = [header, ""]
     if body.strip():
-        parts.append(images_as_links(body.rstrip()) + (" " + CUT_OFF if cut_off else ""))
+        mark = STOPPED if stopped else CUT_OFF if cut_off else ""
+        parts.append(images_as_links(body.rstrip()) + (" " + mark if mark else ""))
     elif writing:
         parts.append("_writing the answer..._")
+    elif stopped:
+        parts.append("_(stopped by you before the answer began)_")
     elif cut_off:
         parts.append("_(stopped before the answer began)_")
     else:

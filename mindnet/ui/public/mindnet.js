@@ -7,6 +7,8 @@
 //    the page hands it back to the server, which opens it again.
 // 4. A very long message of the user (a pasted note) is shown collapsed to a few lines with a "Show all"
 //    button, not as a bubble thousands of pixels tall that pushes the answer out of sight.
+// 5. On Stop, Chainlit adds a message of its own ("Task manually stopped.", fixed English); the stopped answer
+//    already says "stopped by you" and keeps its sources and rating: one message, not two.
 (function () {
   "use strict";
   var NARROW = 768; // Chainlit's own mobile breakpoint
@@ -105,9 +107,22 @@
     }
   }
 
+  // 5. no second "stopped" message
+  var CHAINLIT_STOPPED = "Task manually stopped.";
+  function hideChainlitStopMessage() {
+    var steps = document.querySelectorAll("[data-step-type=assistant_message]:not([data-mindnet-checked])");
+    for (var i = 0; i < steps.length; i++) {
+      var body = steps[i].querySelector(".message-content");
+      if (!body || !body.textContent.trim()) continue; // not rendered yet
+      steps[i].dataset.mindnetChecked = "1";
+      if (body.textContent.trim() === CHAINLIT_STOPPED) steps[i].hidden = true;
+    }
+  }
+
   new MutationObserver(function () {
     closeAutoOpenedDrawer();
     restoreDraft();
     collapseLongMessages();
+    hideChainlitStopMessage();
   }).observe(document.documentElement, { childList: true, subtree: true });
 })();
