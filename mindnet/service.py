@@ -9,8 +9,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -24,25 +23,17 @@ from mindnet.backends import (
     make_embedding,
     make_reranker,
 )
-from mindnet.data_folder import damage_reports
-from mindnet.errors import (
-    EmptyIndexError,
-    ImportRunningError,
-    IndexRebuildingError,
-    MindnetError,
-    StoreError,
-    VaultMismatchError,
-)
+from mindnet.errors import ImportRunningError, MindnetError
 from mindnet.indexing.pipeline import EmbeddingWorker, Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
-from mindnet.logs import FlywheelLogs
-from mindnet.retrieval.query import QueryRequest
+from mindnet.service_drafts import DraftsMixin
+from mindnet.service_health import HealthMixin
+from mindnet.service_search import SearchMixin
+from mindnet.service_vault import VaultMixin
 from mindnet.settings import SAMPLE_VAULT, Settings
-from mindnet.store.collections import point_id
 from mindnet.store.engine import Store
 from mindnet.store.factory import MEMORY, needs_rebuild, open_store
-from mindnet.store.folder import held_by_other, locked_error, read_vault, remove_legacy
-from mindnet.store.space import MB, SpaceGuard
+from mindnet.store.folder import held_by_other, locked_error, remove_legacy
 
 # Search (LlamaIndex, networkx) is imported when first used, so that `mindnet check` or an unchanged
 # `mindnet ingest` does not pay seconds of imports for it (benchmark: python -m benchmarks.bench_cli)
@@ -51,10 +42,8 @@ if TYPE_CHECKING:
 
     from mindnet.analysis.analyzer import Analyzer
     from mindnet.analysis.models import AnalysisResult
-    from mindnet.chat.drafts import SavedNote
     from mindnet.chat.engine import ChatEngine
-    from mindnet.chat.sanitizer import NoteDraft
-    from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
+    from mindnet.retrieval.retriever import MindnetRetriever
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +51,6 @@ log = logging.getLogger(__name__)
 SAMPLE_PLANTED = ("the sample vault has three problems on purpose, to show how mindnet reports them: the unknown "
                   "type 'recipe' in Linsensuppe.md, the broken frontmatter of broken-frontmatter.md and the link to "
                   "[[Zettelkasten Methode]], a note not written yet")
-DRAFT_BUDGET_S = 10.0   # seconds a server may spend reading one draft (a sane one takes milliseconds)
 
 
 class LiveState(Protocol):
@@ -74,10 +62,14 @@ class LiveState(Protocol):
     def stop(self, timeout: float = 30) -> None: ...
 
 
-class Mindnet:
+class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
     """The whole of mindnet over one index: import (`ingest`), search (`query`, `retriever`), chat (`chat`),
     drafts and logs, sharing one store and embedding model. `Mindnet.from_env()` builds it from the MINDNET_*
-    settings; `Mindnet(settings, store=..., embed_model=...)` takes your own; `close()` releases the index."""
+    settings; `Mindnet(settings, store=..., embed_model=...)` takes your own; `close()` releases the index.
+
+    Its parts over this state are mixins, each in a module of its own: search and its history (`service_search`),
+    the vault an index belongs to (`service_vault`), what does not work now (`service_health`) and saving a
+    draft (`service_drafts`)."""
 
     def __init__(self, settings: Settings, *, store: Store | None = None,
                  embed_model: BaseEmbedding | None = None, read_only: bool = False) -> None:
@@ -197,113 +189,6 @@ class Mindnet:
             return None
         return Path(self.settings.qdrant_path)
 
-    @cached_property
-    def logs(self) -> FlywheelLogs:
-        return FlywheelLogs(self.settings.log_dir, history_max_mb=self.settings.history_max_mb,
-                            history_keep=self.settings.history_keep)
-
-    def record(self, request: QueryRequest, result: RetrievalResult, *, source: str = "query",
-               strategy: str | None = None) -> str:
-        """Append the search and its hits (with their breakdowns) to search_history.jsonl; returns query_id."""
-        from mindnet.retrieval.results import hit_dict
-        hits = [{k: h[k] for k in ("node_id", "note_id", "title", "score")} | {"breakdown": h["score_breakdown"] or {}}
-                for h in (hit_dict(n, explain=False) for n in result.nodes)]
-        return self.logs.record_search(request.query, mode=result.query.mode, source=source, hits=hits,
-                                       strategy=strategy)
-
-    def query(self, request: QueryRequest, *, source: str = "query") -> dict:
-        """Search, log (as coming from `source`: query, mcp, agent), and return the JSON-able result (query_id,
-        hits with breakdowns and explanations)."""
-        with self._first_import_note(), self._noting_damage():
-            result = self.retriever.search(request)
-        return self._result(request, result, source)
-
-    async def aquery(self, request: QueryRequest, *, source: str = "query") -> dict:
-        with self._first_import_note(), self._noting_damage():
-            result = await self.retriever.asearch(request)
-        return self._result(request, result, source)
-
-    def _result(self, request: QueryRequest, result: RetrievalResult, source: str) -> dict:
-        from mindnet.retrieval.results import result_dict
-        out = result_dict(result, query_id := self.record(request, result, source=source), explain=request.explain)
-        if why := self.logs.unlogged(query_id):
-            out["warnings"] = [f"search history not written, so this search cannot be rated: {why}"]
-        return out
-
-    def _search_gate(self) -> None:
-        """While this process rebuilds the index (phase 1 of `ingest --full`), a search is refused at once (503
-        with Retry-After), not kept waiting for the rebuild nor answered from half the index."""
-        if "importer" not in self.__dict__ or not self.importer.rebuilding:
-            return
-        p = self.progress.as_dict()
-        left = max(p["notes_to_write"] - p["notes_written"], 0)
-        raise IndexRebuildingError(f"a full rebuild of the index is running ({p['notes_written']} of "
-                                   f"{p['notes_to_write'] or p['notes']} notes written); searches are answered "
-                                   f"again as soon as every note is written", retry_after=max(5, min(60, left // 50)))
-
-    @contextmanager
-    def _noting_damage(self) -> Iterator[None]:
-        """A damaged collection is found when a search reads it: /health says so from then on."""
-        try:
-            yield
-        except StoreError as exc:
-            if type(exc) is StoreError:         # not "locked", "empty", "import running"
-                self._problems["index"] = str(exc)
-            raise
-
-    @contextmanager
-    def _first_import_note(self) -> Iterator[None]:
-        """An empty index while the first import runs is a matter of seconds: say so, not "import first"."""
-        try:
-            yield
-        except EmptyIndexError as exc:
-            if not self.progress.as_dict()["running"]:
-                raise
-            raise EmptyIndexError(f"the first import is reading the vault ({self.progress.notes_total} notes "
-                                  f"so far); search works as soon as it has written the first notes, in a few "
-                                  f"seconds") from exc
-
-    def recorded_vault(self) -> str | None:
-        """The vault this index was built from (its resolved path); None before the first complete import."""
-        folder = self._local_folder()
-        if folder is not None and not self.opened:
-            return read_vault(folder, self.settings.collection_prefix)
-        with self.index_lock:
-            return self.store.read_vault() if self.store.exists("notes") else None
-
-    def check_vault(self, vault: Path | None = None, *, full: bool = False) -> None:
-        """Raise VaultMismatchError when the index was built from another vault that still exists: importing this
-        one would replace its notes. A rebuild (`full`) is the way to do that on purpose; a vault that moved
-        (the recorded folder is gone) or was copied (most of the indexed notes are in this folder too, as with
-        a vault and its index restored or copied elsewhere) is followed."""
-        current = Path(vault or self.settings.vault_root).resolve()
-        recorded = self.recorded_vault()
-        if full or not recorded or Path(recorded) == current or not Path(recorded).is_dir():
-            return
-        if self._same_notes(current):
-            log.info("the vault %s holds the notes of the index built from %s (a copy), or the index holds none: "
-                     "followed", current, recorded)
-            return
-        where = self.store.location if self.opened else str(self._local_folder() or self.settings.qdrant_url)
-        raise VaultMismatchError(
-            f"the index {where} was built from the vault {recorded}, not from {current}; importing {current.name!r} "
-            f"into it would replace that vault's notes, so nothing was done. Give this vault an index of its own "
-            f"(--index DIR, or MINDNET_QDRANT_PATH=DIR), or set MINDNET_VAULT_ROOT={recorded} to go on with that "
-            f"one; to rebuild this index from {current.name!r} on purpose: mindnet ingest {current} --full")
-
-    def _same_notes(self, vault: Path, sample: int = 50) -> bool:
-        """At least half of (up to `sample`) indexed notes are files of `vault` at the same paths, or the index
-        holds no notes (nothing to replace: a notes collection deleted is rebuilt from this vault)."""
-        paths: list[str] = []
-        with self.index_lock:
-            if self.store.exists("notes"):
-                for record in self.store.scroll("notes", payload=["path"]):
-                    paths.append(str(record.payload.get("path") or ""))
-                    if len(paths) >= sample:
-                        break
-        found = sum(1 for p in paths if p and (vault / p).is_file())
-        return 2 * found >= len(paths)
-
     def ingest(self, vault: Path | None = None, *, full: bool = False, progress: Progress | None = None,
                should_stop: Callable[[], bool] | None = None, first: Sequence[str] = (), embed: bool = True,
                confirm_deletes: Callable[[int, int], bool] | None = None) -> ImportReport:
@@ -378,14 +263,6 @@ class Mindnet:
             report.seconds_total = time.perf_counter() - started
         return report
 
-    def _record_vault(self, vault: Path) -> None:
-        """The index belongs to `vault` now. An unchanged import leaves the index closed: it is opened only when
-        the record must change (a first import by an older mindnet, a vault that moved)."""
-        if self.opened or self.recorded_vault() != str(vault.resolve()):
-            with self.index_lock:
-                if self.store.exists("notes"):
-                    self.store.write_vault(str(vault.resolve()))
-
     def fill_vectors(self, *, should_stop: Callable[[], bool] | None = None) -> ImportReport:
         """Phase 2 alone (a server's vector worker): embed every chunk still without a dense vector."""
         with self.vectors_lock:
@@ -418,50 +295,6 @@ class Mindnet:
         """An import runs: an HTTP /ingest, or the live index's phase 1 or phase 2."""
         return self._importing or self.progress.writing or self.progress.embedding
 
-    def problems(self) -> list[str]:
-        """What does not work now, each with its fix: a damaged index, files found damaged and moved aside, a
-        full disk (for /health and the chat's welcome)."""
-        s = self.settings
-        own = [s.cache_dir, Path(s.cache_dir).resolve().parent / "threads.sqlite", s.log_dir, s.qdrant_path]
-        found = list(self._problems.values()) + damage_reports(own)
-        if "embedder" in self.__dict__ and self.embedder.cache.problem and \
-                self.embedder.cache.problem not in found:
-            found.append(self.embedder.cache.problem)
-        if self.opened:
-            missing = [kind for kind in self.settings.collections if not self.store.exists(kind)]
-            if 0 < len(missing) < len(self.settings.collections):     # all missing: nothing imported yet
-                found.append(f"{self.store.location}: the {', '.join(missing)} collection is missing (deleted?); "
-                             f"`mindnet ingest` rebuilds it from the vault and the embedding cache")
-        folder = self._local_folder()
-        if folder is not None and folder.is_dir():
-            guard = SpaceGuard(folder, self.settings.min_free_mb)
-            free = guard.free()
-            if free is not None and free < guard.min_free:
-                found.append(f"{folder}: the disk has {free / MB:.0f} MB free, less than the "
-                             f"{self.settings.min_free_mb:g} MB imports keep free (MINDNET_MIN_FREE_MB): imports "
-                             f"stop until space is freed; searches go on")
-        return found
-
-    def counts(self, *, wait: bool = True) -> dict[str, int]:
-        """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
-        step holds it) answers with the last counts instead of waiting for it."""
-        if not wait and self.opening:       # serve opens the index in the background: do not wait for it
-            return dict(self.last_counts)
-        if not self.index_lock.acquire(blocking=wait or not self.last_counts):
-            return dict(self.last_counts)
-        try:
-            store = self.store
-            self.last_counts = {kind: (store.count(kind) if store.exists(kind) else 0)
-                                for kind in self.settings.collections}
-            self._problems.pop("counts", None)
-        except MindnetError as exc:
-            if wait:
-                raise
-            self._problems["counts"] = str(exc)      # /health answers, and says what is wrong
-        finally:
-            self.index_lock.release()
-        return dict(self.last_counts)
-
     def _index_for_size(self, report: ImportReport) -> None:
         """Past `dense.exact_below` chunks searches use HNSW (retriever.yaml): after an import that wrote, the
         embedded engine builds it (a server does by itself)."""
@@ -493,7 +326,7 @@ class Mindnet:
         if "analyzer" in self.__dict__:
             self.analyzer.invalidate()
 
-    # ------------------------------------------------------------------ save & analyze
+    # ------------------------------------------------------------------ analyze (saving drafts: service_drafts)
 
     @cached_property
     def analyzer(self) -> Analyzer:
@@ -526,106 +359,6 @@ class Mindnet:
         services = ChatServices(settings=self.settings, retriever=self.retriever, gate=LLMGate(settings=self.settings),
                                 record=self.record, logs=self.logs)
         return ChatEngine.from_services(services)
-
-    def _draft_target(self, markdown: str, note_type: str, *, new_name: bool = False
-                      ) -> tuple[NoteDraft, str | None]:
-        draft = self._sanitize_draft(markdown, note_type)
-        folder = self._draft_folder(note_type)
-        draft = self._named(draft, folder, new_name)
-        self._check_id_free(draft, folder)
-        return draft, folder
-
-    def _draft_folder(self, note_type: str) -> str | None:
-        spec = self.settings.types.types.get(note_type)
-        return spec.folder if spec else None
-
-    def _named(self, draft: NoteDraft, folder: str | None, new_name: bool) -> NoteDraft:
-        """With `new_name`, the draft under the first free "Title (n)"."""
-        if not new_name:
-            return draft
-        from mindnet.chat.drafts import renamed
-        return renamed(draft, vault_root=self.settings.vault_root, folder=folder)
-
-    def _sanitize_draft(self, markdown: str, note_type: str) -> NoteDraft:
-        """The draft as a clean note; refuses unknown types, empty text and YAML anchors/aliases."""
-        from mindnet.chat.sanitizer import normalize_meta_and_body, refuse_yaml_references
-        from mindnet.errors import DraftError
-        schemas = self.settings.decision_engine.schemas
-        if note_type not in schemas:
-            raise DraftError(f"note type {note_type!r} has no interview schema",
-                             path=self.settings.decision_path.name, hint=f"use one of {', '.join(schemas)}")
-        if not markdown.strip():
-            raise DraftError("the draft is empty", hint="write the note's text before saving it")
-        size, limit = len(markdown.encode("utf-8", "surrogatepass")), self.settings.types.max_file_bytes
-        if size > limit:   # checked before reading it: the note would be too large to import anyway
-            raise DraftError(f"the draft is {size} bytes, over the import's limit of {limit}",
-                             hint="shorten the note (or raise max_file_bytes in types.yaml)")
-        refuse_yaml_references(markdown)
-        return normalize_meta_and_body(markdown, note_type=note_type, schema=schemas[note_type])
-
-    def _check_id_free(self, draft: NoteDraft, folder: str | None) -> None:
-        """A draft must not take the id of another note: the import would keep only one of the two."""
-        from mindnet.chat.drafts import draft_filename
-        from mindnet.errors import DraftConflictError
-        with self.index_lock:
-            if not self.store.exists("notes"):
-                return
-            owners = self.store.retrieve("notes", [point_id(draft.note_id)], payload=["path"])
-        own_path = "/".join(p for p in (folder, draft_filename(draft.title, fallback=draft.note_id)) if p)
-        if owners and owners[0].payload.get("path") != own_path:
-            raise DraftConflictError(f"the id {draft.note_id!r} is already used by {owners[0].payload.get('path')}",
-                             hint="remove the 'id:' line (a fresh id is made) or choose another id")
-
-    def _import_saved(self, draft: NoteDraft, saved: SavedNote, report: ImportReport) -> dict:
-        """The saved note must be in the index; a draft the import skipped is reported, not hidden."""
-        from mindnet.errors import DraftError
-        root = Path(self.settings.vault_root).resolve()
-        rel = saved.path.relative_to(root).as_posix()
-        problem = next((i for i in report.skipped if i.path == rel), None)
-        if problem is not None:
-            raise DraftError(f"saved, but the import skipped it: {problem.message}", path=rel,
-                             hint="fix the note in the vault; it is imported on the next run")
-        return self._draft_saved(draft, saved, report)
-
-    def _draft_saved(self, draft: NoteDraft, saved: SavedNote, report: ImportReport) -> dict:
-        root = Path(self.settings.vault_root).resolve()
-        backup = saved.backup.relative_to(root).as_posix() if saved.backup else None
-        return {"path": saved.path.relative_to(root).as_posix(), "note_id": draft.note_id, "title": draft.title,
-                "version": saved.version, "backup": backup, "warnings": list(draft.warnings),
-                "import": report.as_dict()}
-
-    def save_draft(self, markdown: str, note_type: str, *, overwrite: bool = False, replaces: str | None = None
-                   ) -> dict:
-        """Sanitize an interview draft, save it inside the vault and import it at once so it is searchable; raises
-        DraftError when it cannot be saved. An existing note is replaced only with `overwrite` and `replaces`, its
-        version as the user saw it (`DraftConflictError.conflict["version"]`); the replaced text is kept as a
-        backup (`backup` in the result)."""
-        from mindnet.chat.drafts import save_draft
-        draft, folder = self._draft_target(markdown, note_type)
-        saved = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite,
-                           replaces=replaces, max_bytes=self.settings.types.max_file_bytes)
-        return self._import_saved(draft, saved, self.ingest())
-
-    async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False,
-                          new_name: bool = False, replaces: str | None = None) -> dict:
-        """`save_draft` for a server: all of its work in threads, so the event loop keeps answering, and the
-        sanitizing within DRAFT_BUDGET_S (past it, nothing is saved); `new_name` saves under the first free
-        "Title (n)" instead."""
-        from mindnet.chat.drafts import save_draft
-        from mindnet.errors import DraftError
-        try:
-            draft = await asyncio.wait_for(asyncio.to_thread(self._sanitize_draft, markdown, note_type),
-                                           DRAFT_BUDGET_S)
-        except TimeoutError as exc:
-            raise DraftError(f"reading the draft took over {DRAFT_BUDGET_S:.0f} s; it was not saved",
-                             hint="shorten the draft or simplify its frontmatter") from exc
-        folder = self._draft_folder(note_type)
-        draft = await asyncio.to_thread(self._named, draft, folder, new_name)
-        await asyncio.to_thread(self._check_id_free, draft, folder)
-        saved = await asyncio.to_thread(save_draft, draft, vault_root=self.settings.vault_root, folder=folder,
-                                        overwrite=overwrite, replaces=replaces,
-                                        max_bytes=self.settings.types.max_file_bytes)
-        return self._import_saved(draft, saved, await self.aingest())
 
     def indexed_notes(self) -> list[dict]:
         """title, type and link count of every indexed note ([] before the first import): the chat's starters."""

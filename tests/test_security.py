@@ -355,7 +355,7 @@ def test_draft_reading_past_its_time_budget_saves_nothing(tmp_path: Path, fake_o
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from fastapi.testclient import TestClient
 
-    from mindnet import service
+    from mindnet import service_drafts
     m = chat_mindnet(tmp_path, fake_ollama.url)
     real = m._sanitize_draft
 
@@ -363,7 +363,7 @@ def test_draft_reading_past_its_time_budget_saves_nothing(tmp_path: Path, fake_o
         time.sleep(1.0)
         return real(markdown, note_type)
 
-    monkeypatch.setattr(service, "DRAFT_BUDGET_S", 0.2)
+    monkeypatch.setattr(service_drafts, "DRAFT_BUDGET_S", 0.2)
     monkeypatch.setattr(m, "_sanitize_draft", slow)
     files = sorted(p.relative_to(tmp_path) for p in (tmp_path / "vault").rglob("*.md"))
     try:
