@@ -140,8 +140,8 @@ def test_check_links_lists_what_every_link_resolved_to_and_by_which_rule(env, ca
 
 def test_ingest_without_a_terminal_prints_progress_lines(env, fake_ollama, monkeypatch, capsys) -> None:
     """Piped or logged, an import says how far it is (issue 25, item 5), not silence until the report."""
-    import mindnet.cli
-    monkeypatch.setattr(mindnet.cli, "PROGRESS_EVERY_S", 0.05)
+    import mindnet.commands.index
+    monkeypatch.setattr(mindnet.commands.index, "PROGRESS_EVERY_S", 0.05)
     fake_ollama.latency = 0.5          # each embedding request takes a while: the import runs for several lines
     assert main(["ingest", str(env)]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("importing ")]

@@ -17,10 +17,12 @@ from fake_ollama import FakeOllama
 from helpers_vault import TYPES_YAML, write_vault
 from rich.console import Console
 
-import mindnet.cli as cli
 from mindnet.cli import main
+from mindnet.commands import eval as eval_command
+from mindnet.commands import index, query, suggest
 
 WIDTH = 80
+PRINTING = (index, query, eval_command, suggest)     # the command modules run here, each printing to its `console`
 LONG_DIR = "archive/2024/some-very-long-folder-name/another-rather-long-subfolder/and-one-more"
 QDRANT_LONG = " ".join(
     f"Qdrant speichert Vektoren mit Payload im Abschnitt {i}, und die Vektordatenbank filtert danach schnell."
@@ -41,6 +43,12 @@ VAULT = {
 }
 
 
+def use_console(mp: pytest.MonkeyPatch, console: Console) -> None:
+    """Every command prints to `console` (patched where the commands look it up, not in mindnet.cli)."""
+    for module in PRINTING:
+        mp.setattr(module, "console", console)
+
+
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The vault above imported once (`mindnet ingest`), the environment pointing every command at it."""
@@ -56,7 +64,7 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         mp.setenv("no_proxy", env["NO_PROXY"])
         mp.delenv("OLLAMA_API_KEY", raising=False)
         write_vault(tmp / "vault", VAULT)
-        mp.setattr(cli, "console", Console(file=io.StringIO(), width=WIDTH))
+        use_console(mp, Console(file=io.StringIO(), width=WIDTH))
         assert main(["ingest", "--json"]) == 0
         try:
             yield tmp
@@ -68,7 +76,7 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def out(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Console:
     """The console the CLI prints to: 80 columns, recorded."""
     console = Console(file=io.StringIO(), width=WIDTH, record=True, color_system="standard", force_terminal=True)
-    monkeypatch.setattr(cli, "console", console)
+    use_console(monkeypatch, console)
     return console
 
 
@@ -130,7 +138,7 @@ def test_query_counts_passages_in_words(out: Console) -> None:
 def eval_data(vault: Path) -> dict:
     console = Console(file=io.StringIO(), width=WIDTH)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli, "console", console)
+        use_console(mp, console)
         buffer = io.StringIO()
         mp.setattr("sys.stdout", buffer)
         assert main(["eval", "--vault", str(vault / "vault"), "--make-queries", str(vault / "q.jsonl"),
@@ -150,7 +158,7 @@ def test_eval_prints_one_table_of_short_mode_names_and_whole_numbers_at_80_colum
     for m in slow["modes"].values():
         m["latency_ms"] = {"median": 12345.6, "p95": 98765.4}
     for data in (eval_data, slow):
-        cli.render_eval(data)
+        eval_command.render_eval(data)
     lines = lines_of(out)
     assert_fits(lines)
     rows = eval_rows(lines)

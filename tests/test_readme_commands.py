@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from mindnet import cli
 from mindnet.cli import build_parser, main
+from mindnet.commands import index, suggest
 from mindnet.settings import REPO_ROOT, SAMPLE_VAULT
 
 README = REPO_ROOT / "README.md"
@@ -189,7 +189,8 @@ def session(tmp_path: Path, fake_ollama, monkeypatch: pytest.MonkeyPatch) -> Ses
     monkeypatch.setenv("MINDNET_VAULT_ROOT", str(vault))
     monkeypatch.setenv("MINDNET_EMBEDDING", "ollama")
     monkeypatch.setenv("MINDNET_OLLAMA_URL", fake_ollama.url)
-    monkeypatch.setattr(cli, "_confirm", lambda question: True)     # the user answers "y"
+    for module in (index, suggest):     # the commands that ask (ingest's deletes, suggest --apply)
+        monkeypatch.setattr(module, "_confirm", lambda question: True)     # the user answers "y"
     return Session(home, work, monkeypatch)
 
 
