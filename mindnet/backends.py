@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import numpy as np
 
 from mindnet.embedding_cache import EmbeddingCache  # re-exported: service, embeddings and tests import it here
@@ -241,12 +242,20 @@ class Embedder:
             cached = {d: v for d, v in cached.items() if len(v) == self.dim}
         return cached
 
+    async def _backend_batch(self, texts: list[str]) -> list[list[float]]:
+        """The model's vectors for `texts`, asked once more when the first try met a dropped connection: a
+        connection kept open from before Ollama restarted is reset on first use, and the server is up."""
+        try:
+            return await asyncio.to_thread(self.model.get_text_embedding_batch, texts)
+        except (ConnectionResetError, httpx.ReadError, httpx.RemoteProtocolError):
+            return await asyncio.to_thread(self.model.get_text_embedding_batch, texts)
+
     async def _call(self, texts: list[str], what: str) -> dict[str, list[float]]:
         """One backend call for `texts` (already fitted, distinct); the vectors go to the cache at once, so a
         run that dies later keeps them."""
         start = time.perf_counter()
         try:
-            vectors = await asyncio.to_thread(self.model.get_text_embedding_batch, texts)
+            vectors = await self._backend_batch(texts)
         except EmbeddingError:
             raise
         except Exception as exc:  # the backend's own errors (connection refused, HTTP 500 ...)
@@ -325,7 +334,7 @@ class Embedder:
         backend knows. The probe's size becomes the size every later vector must have."""
         what = "dimension probe"
         try:
-            vectors = await asyncio.to_thread(self.model.get_text_embedding_batch, [what])
+            vectors = await self._backend_batch([what])
         except Exception as exc:  # the backend's own errors (connection refused, HTTP 500 ...)
             raise EmbeddingError(f"{what}: embedding backend {self.key} failed: {exc}") from exc
         self.calls += 1

@@ -82,3 +82,29 @@ def test_cached_vectors_of_another_size_are_embedded_again(embedder, fake_ollama
     fake_ollama.dim = 32
     asyncio.run(embedder.aprobe_dim())
     assert [len(v) for v in embed(embedder, ["eins"])] == [32]
+
+
+class _DroppedOnce:
+    """A model whose first call meets a connection reset, as a connection kept open across an Ollama restart
+    does; or that always fails (`every=True`)."""
+
+    def __init__(self, every: bool = False) -> None:
+        self.calls, self.every = 0, every
+
+    def get_text_embedding_batch(self, texts: list[str], **_: object) -> list[list[float]]:
+        self.calls += 1
+        if self.calls == 1 or self.every:
+            import httpx
+            raise httpx.ReadError("[Errno 104] Connection reset by peer")
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+
+def test_a_connection_reset_once_is_asked_again_and_a_dead_backend_still_fails() -> None:
+    model = _DroppedOnce()
+    embedder = Embedder(model, "ollama:x", EmbeddingCache(None))
+    assert asyncio.run(embedder.aprobe_dim()) == 3 and model.calls == 2
+    assert asyncio.run(embedder.aembed(["a", "b"])) == [[1.0, 0.0, 0.0]] * 2
+    down = _DroppedOnce(every=True)
+    with pytest.raises(EmbeddingError, match="Connection reset by peer"):
+        asyncio.run(Embedder(down, "ollama:x", EmbeddingCache(None)).aprobe_dim())
+    assert down.calls == 2                      # asked once more, not in a loop
