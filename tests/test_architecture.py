@@ -178,7 +178,8 @@ def test_no_import_cycle_among_module_level_imports(graph: dict[str, list[Import
 def test_no_import_cycle_even_through_function_imports(graph: dict[str, list[Import]]) -> None:
     every = {path: sorted({i.target for i in imps}) for path, imps in graph.items()}
     found = [c for c in cycles(every) if c not in KNOWN_LAZY_CYCLES]
-    assert found == [], "import cycles (imports inside functions counted):\n" + "\n".join(" <-> ".join(c) for c in found)
+    shown = "\n".join(" <-> ".join(c) for c in found)
+    assert found == [], f"import cycles (imports inside functions counted):\n{shown}"
 
 
 def test_every_module_has_a_stage(graph: dict[str, list[Import]], stages: list[tuple[str, list[str]]]) -> None:

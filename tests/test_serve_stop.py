@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-
 from pathlib import Path
 
 import httpx
