@@ -242,7 +242,10 @@ def measure(notes: int, work: Path, *, seed: int, queries: int, log=lambda s: No
     qfile.write_text(json.dumps(texts), encoding="utf-8")
     worker_cmd = [sys.executable, "-c", f"{_RSS_HOOK}; import sys; from benchmarks.bench_scale import "
                   "main; sys.exit(main())", "--worker", str(qfile)]
-    wall, rss, stdout = _run(worker_cmd, env, work)
+    # the worker imports this module, which is not installed: the checkout's root goes on its path
+    root = str(Path(__file__).resolve().parents[1])
+    worker_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))}
+    wall, rss, stdout = _run(worker_cmd, worker_env, work)
     worker = json.loads(stdout.strip().splitlines()[-1])
     out.update(api_open_s=worker["open_s"], api_first_query_s=worker["first_query_s"], query_rss_mb=rss,
                api_searchable_s=worker["searchable_s"], queries=len(texts), modes=worker["modes"])
