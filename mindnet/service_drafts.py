@@ -103,20 +103,21 @@ class DraftsMixin:
                 "version": saved.version, "backup": backup, "warnings": list(draft.warnings),
                 "import": report.as_dict()}
 
-    def save_draft(self, markdown: str, note_type: str, *, overwrite: bool = False, replaces: str | None = None
-                   ) -> dict:
+    def save_draft(self, markdown: str, note_type: str, *, overwrite: bool = False, replaces: str | None = None,
+                   merge: bool = False) -> dict:
         """Sanitize an interview draft, save it inside the vault and import it at once so it is searchable; raises
         DraftError when it cannot be saved. An existing note is replaced only with `overwrite` and `replaces`, its
         version as the user saw it (`DraftConflictError.conflict["version"]`); the replaced text is kept as a
-        backup (`backup` in the result)."""
+        backup (`backup` in the result). With `merge` and `replaces` the note stays whole and the draft's body is
+        appended below it (also with a backup)."""
         from mindnet.chat.drafts import save_draft
         draft, folder = self._draft_target(markdown, note_type)
         saved = save_draft(draft, vault_root=self.settings.vault_root, folder=folder, overwrite=overwrite,
-                           replaces=replaces, max_bytes=self.settings.types.max_file_bytes)
+                           replaces=replaces, max_bytes=self.settings.types.max_file_bytes, merge=merge)
         return self._import_saved(draft, saved, self.ingest())
 
     async def asave_draft(self, markdown: str, note_type: str, *, overwrite: bool = False,
-                          new_name: bool = False, replaces: str | None = None) -> dict:
+                          new_name: bool = False, replaces: str | None = None, merge: bool = False) -> dict:
         """`save_draft` for a server: all of its work in threads, so the event loop keeps answering, and the
         sanitizing within DRAFT_BUDGET_S (past it, nothing is saved); `new_name` saves under the first free
         "Title (n)" instead."""
@@ -132,6 +133,6 @@ class DraftsMixin:
         draft = await asyncio.to_thread(self._named, draft, folder, new_name)
         await asyncio.to_thread(self._check_id_free, draft, folder)
         saved = await asyncio.to_thread(save_draft, draft, vault_root=self.settings.vault_root, folder=folder,
-                                        overwrite=overwrite, replaces=replaces,
+                                        overwrite=overwrite, replaces=replaces, merge=merge,
                                         max_bytes=self.settings.types.max_file_bytes)
         return self._import_saved(draft, saved, await self.aingest())

@@ -145,6 +145,51 @@ def test_overwrite_of_a_note_deleted_since_is_refused(vault: Path) -> None:
     assert not (vault / "Gemüsegarten.md").exists()
 
 
+def with_body(body: str) -> NoteDraft:
+    return draft().model_copy(update={"body": body})
+
+
+def test_merge_keeps_the_note_whole_and_appends_the_drafts_body_with_a_backup(vault: Path) -> None:
+    old = "---\ntitle: Gemüsegarten\n---\n# Gemüsegarten\n\nSiehe [[Zettelkasten]].\n> [!edge] related_to: [[qdrant]]\n"
+    (vault / "Gemüsegarten.md").write_text(old, encoding="utf-8")
+    saved = save_draft(with_body("# Gemüsegarten\n\n## Ziel\nTomaten."), vault_root=vault, folder=None,
+                       merge=True, replaces=version_of(old.encode("utf-8")))
+    # the heading that only repeats the title is left out; no second frontmatter
+    assert saved.path.read_text(encoding="utf-8") == old + "\n## Ziel\nTomaten.\n"
+    assert saved.backup is not None and saved.backup.read_text(encoding="utf-8") == old
+
+
+def test_merge_keeps_the_notes_line_endings(vault: Path) -> None:
+    (vault / "Gemüsegarten.md").write_bytes(b"alt\r\nzwei\r\n")
+    saved = save_draft(with_body("neu\nmehr"), vault_root=vault, folder=None, merge=True,
+                       replaces=version_of(b"alt\r\nzwei\r\n"))
+    assert saved.path.read_bytes() == b"alt\r\nzwei\r\n\r\nneu\r\nmehr\r\n"
+
+
+def test_merge_into_a_note_that_changed_since_is_refused(vault: Path) -> None:
+    (vault / "Gemüsegarten.md").write_text("old\nand a line typed since", encoding="utf-8")
+    with pytest.raises(DraftConflictError, match="changed since it was shown") as err:
+        save_draft(with_body("neu"), vault_root=vault, folder=None, merge=True, replaces=version_of(b"old"))
+    # the conflict shows the draft as it is, not the merged note
+    assert (err.value.conflict["existing"], err.value.conflict["draft"]) == (
+        "old\nand a line typed since", with_body("neu").to_markdown())
+    assert (vault / "Gemüsegarten.md").read_text(encoding="utf-8") == "old\nand a line typed since"
+
+
+def test_merge_into_a_note_deleted_since_is_refused(vault: Path) -> None:
+    with pytest.raises(DraftConflictError, match="no note at this path to add to") as err:
+        save_draft(with_body("neu"), vault_root=vault, folder=None, merge=True, replaces=version_of(b"old"))
+    assert err.value.conflict["version"] is None and not (vault / "Gemüsegarten.md").exists()
+
+
+def test_merge_of_a_draft_without_text_is_refused(vault: Path) -> None:
+    (vault / "Gemüsegarten.md").write_text("old", encoding="utf-8")
+    with pytest.raises(DraftError, match="no text below its frontmatter"):
+        save_draft(with_body("# Gemüsegarten\n"), vault_root=vault, folder=None, merge=True,
+                   replaces=version_of(b"old"))
+    assert (vault / "Gemüsegarten.md").read_text(encoding="utf-8") == "old"
+
+
 def test_overwrite_leaves_no_temp_files(vault: Path) -> None:
     saved = save_draft(draft(), vault_root=vault, folder=None)
     save_draft(draft("Gemüsegarten"), vault_root=vault, folder=None, overwrite=True, replaces=saved.version)

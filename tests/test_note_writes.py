@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from mindnet.analysis.apply import BACKUP_DIR, plan_edges, write_plan
+from mindnet.analysis.apply import BACKUP_DIR, plan_edges, undo_plan, write_plan
 from mindnet.analysis.models import LinkSuggestion, Relation
-from mindnet.errors import VaultError
+from mindnet.errors import NoteChangedError, VaultError
 
 NOTE = "projects/suche.md"
 ORIGINAL = "---\nid: suche\n---\n# Suche\n\nDie Suche hängt ab von Qdrant.\n"
@@ -130,6 +130,24 @@ def test_an_applied_plan_keeps_a_findable_backup(vault: Path) -> None:
     second = write_plan(plan_edges(vault, NOTE, [link("Noch eins")]), vault)
     assert second != backup and second.read_text(encoding="utf-8") == plan.new
     assert sorted(p.name for p in (vault / "projects").iterdir()) == ["suche.md"]
+
+
+def test_undo_puts_the_backup_back_and_keeps_the_undone_text(vault: Path) -> None:
+    plan = plan_edges(vault, NOTE, [link("Ziel")])
+    backup = write_plan(plan, vault)
+    undone = undo_plan(plan, backup, vault)
+    assert (vault / NOTE).read_text(encoding="utf-8") == ORIGINAL
+    assert undone != backup and undone.read_text(encoding="utf-8") == plan.new
+
+
+def test_undo_of_a_note_edited_since_the_apply_writes_nothing(vault: Path) -> None:
+    plan = plan_edges(vault, NOTE, [link("Ziel")])
+    backup = write_plan(plan, vault)
+    (vault / NOTE).write_text(plan.new + "Neue Zeile aus dem Editor.\n", encoding="utf-8")
+    with pytest.raises(NoteChangedError, match="changed since"):
+        undo_plan(plan, backup, vault)
+    assert (vault / NOTE).read_text(encoding="utf-8") == plan.new + "Neue Zeile aus dem Editor.\n"
+    assert backup.read_text(encoding="utf-8") == ORIGINAL
 
 
 # --------------------------------------------------------------------------- a write that fails half-way

@@ -405,7 +405,7 @@ def test_saving_an_existing_note_asks_and_each_choice_works(page: Page, server: 
     editor = page.get_by_test_id("draft-text").last
     editor.fill(editor.input_value().replace("Basilikum und Minze", "Basilikum, Minze und Thymian"))
     page.get_by_test_id("draft-save").last.click()
-    expect(page.get_by_role("button", name="Overwrite")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_role("button", name="Replace (a backup is kept)")).to_be_visible(timeout=TIMEOUT)
     assert page.get_by_text("TypeError").count() == 0
     shot(page, "10_save_conflict")
     page.get_by_role("button", name="Cancel").click()
@@ -418,7 +418,7 @@ def test_saving_an_existing_note_asks_and_each_choice_works(page: Page, server: 
     editor = page.get_by_test_id("draft-text").last
     editor.fill(editor.input_value().replace("Basilikum und Minze", "Rosmarin"))
     page.get_by_test_id("draft-save").last.click()
-    page.get_by_role("button", name="Overwrite").click()
+    page.get_by_role("button", name="Replace (a backup is kept)").click()
     expect(page.get_by_test_id("draft-status").last).to_contain_text("saved to", timeout=TIMEOUT)
     assert "Rosmarin" in target.read_text(encoding="utf-8")
     hits = httpx.post(f"{server.url}/query", json={"query": "Rosmarin Kräutergarten Balkon"}, timeout=30).json()
@@ -443,11 +443,11 @@ def test_overwrite_shows_both_texts_and_never_replaces_a_note_changed_since(page
     shot(page, "10_save_conflict_both_texts")
     with target.open("a", encoding="utf-8") as fh:          # ... and one more while the choice is on screen
         fh.write("Und der Rechen.\n")
-    page.get_by_role("button", name="Overwrite").last.click()
+    page.get_by_role("button", name="Replace (a backup is kept)").last.click()
     expect(page.get_by_text("changed since it was shown", exact=False).last).to_be_visible(timeout=TIMEOUT)
     expect(conflict.get_by_test_id("conflict-existing")).to_contain_text("Und der Rechen.", timeout=TIMEOUT)
     assert target.read_text(encoding="utf-8").endswith("Gießkanne auf dem Balkon.\nUnd der Rechen.\n")
-    page.get_by_role("button", name="Overwrite").last.click()    # the version now on screen: replaced
+    page.get_by_role("button", name="Replace (a backup is kept)").last.click()    # the version now on screen: replaced
     expect(page.get_by_test_id("draft-status").last).to_contain_text("saved to", timeout=TIMEOUT)
     kept = page.get_by_text("previous text is kept in", exact=False).last
     expect(kept).to_be_visible()

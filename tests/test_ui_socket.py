@@ -238,7 +238,7 @@ async def test_suggest_command_lists_links_for_a_note_path(chat: ChatClient, ser
     listing = [m["output"] for m in messages(events).values() if m["output"].startswith("**Suggestions for")]
     assert listing and listing[0].startswith(
         "**Suggestions for karate-trainingsplan** (projects/karate-trainingsplan.md)")
-    assert "1. `" in listing[0] and 'mindnet suggest "projects/karate-trainingsplan.md" --apply' in listing[0]
+    assert "1. `" in listing[0] and "**Apply** shows the change to the note first" in listing[0]
     assert (server.vault / "projects" / "karate-trainingsplan.md").read_bytes() == before   # shown, never written
     assert not [m for m in messages(events).values() if m["type"] == "assistant_message"
                 and m["output"].startswith("`")]                                         # not asked as a question
@@ -254,7 +254,7 @@ async def test_suggest_alone_takes_the_last_answers_top_source(chat: ChatClient)
 
 async def test_suggest_for_an_unknown_note_says_so(chat: ChatClient) -> None:
     events = await chat.ask("nowhere.md", command="suggest")
-    assert any("no note with id or path 'nowhere.md'" in m["output"] for m in messages(events).values())
+    assert any("No note `nowhere.md` in the vault's index" in m["output"] for m in messages(events).values())
 
 
 async def test_draft_editor_asks_for_suggestions_of_its_text(chat: ChatClient) -> None:

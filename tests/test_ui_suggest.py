@@ -34,11 +34,23 @@ def test_the_panel_gets_each_link_with_its_mention_and_callout(app) -> None:
     assert first["callout"] == "> [!edge] depends_on: [[qdrant]]"
 
 
-def test_the_suggest_message_lists_links_and_names_the_apply_command(app) -> None:
+def test_the_suggest_message_lists_links_and_says_apply_shows_the_change_first(app) -> None:
     text = suggestions_markdown(app.analyze(note="projects/suche.md", llm=False))
     assert text.startswith("**Suggestions for suche** (projects/suche.md)")
     assert "1. `depends_on` → **bm25**" in text and "2. `depends_on` → **qdrant**" in text
-    assert 'mindnet suggest "projects/suche.md" --apply' in text
+    assert "**Apply** shows the change to the note first" in text and "--apply" not in text
+
+
+def test_a_reason_shared_by_several_suggestions_is_said_once_with_their_numbers(app) -> None:
+    result = app.analyze(note="projects/suche.md", llm=False)
+    first = result.links[0]
+    same = [first.model_copy(update={"note_id": f"n{i}", "title": f"note {i}", "reason": "the same reason",
+                                     "relation": first.relation.model_copy(update={"reason": "kind reason"})})
+            for i in range(4)]
+    text = suggestions_markdown(result.model_copy(update={"links": [*same, same[0]]}))   # one target twice
+    assert text.count("the same reason") == 1 and text.count("kind reason") == 1
+    assert "- 1-4: the same reason" in text and "- 1-4: `depends_on`: kind reason" in text
+    assert "5. " not in text and "4. `depends_on` → **note 3** (" in text
 
 
 def test_the_suggest_message_says_when_there_is_nothing(app, tmp_path: Path) -> None:

@@ -85,6 +85,20 @@ def write_plan(plan: EdgePlan, vault_root: Path, *, hint: str | None = None) -> 
                                            "from the older text")
 
 
+def undo_plan(plan: EdgePlan, backup: Path, vault_root: Path) -> Path:
+    """Put the text `write_plan` kept in `backup` back into the note, only while the note is still exactly what the
+    plan wrote; returns the backup of the undone text. Raises NoteChangedError (the note changed since: nothing
+    written), VaultError (the backup is unreadable) or VaultWriteError."""
+    try:
+        old = Path(backup).read_bytes()
+    except OSError as exc:
+        raise VaultError(f"cannot read the backup {safe_write.shown_path(Path(vault_root), Path(backup))}: "
+                         f"{exc.strerror or exc}", path=plan.rel_path) from exc
+    return safe_write.replace(plan.path, old, expected=safe_write.version_of(plan.new.encode("utf-8")),
+                              root=Path(vault_root),
+                              hint="the note was edited after the edges were added; undo by hand from the backup")
+
+
 def select_links(links: Sequence[LinkSuggestion], picks: str | None, min_confidence: float = 0.0
                  ) -> list[LinkSuggestion]:
     """The suggestions to write: `picks` ("1,3", 1-based as listed) or all, at `min_confidence` or above."""

@@ -83,14 +83,15 @@ class SavedNote:
 
 
 def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwrite: bool = False,
-               replaces: str | None = None, max_bytes: int | None = None) -> SavedNote:
+               replaces: str | None = None, max_bytes: int | None = None, merge: bool = False) -> SavedNote:
     """Write `draft` to vault_root/folder/<title>.md; raises DraftError when unsafe (or larger than `max_bytes`, the
     import's own file limit), DraftConflictError when a note is in the way and VaultWriteError when the write fails
     (nothing is left behind).
 
     A new file is created whole or not at all. An existing one is replaced only with `overwrite` and `replaces`,
     the version (`mindnet.safe_write.version_of`) of the note as the user saw it in the conflict; a note that
-    changed since is refused, and the replaced text is kept under `<vault>/.mindnet/backups/`."""
+    changed since is refused, and the replaced text is kept under `<vault>/.mindnet/backups/`. With `merge` (and
+    `replaces`) the note stays whole and the draft's body is appended below it (`merged_note`), also with a backup."""
     root = Path(vault_root)
     if not root.is_dir():
         raise DraftError("vault folder does not exist", path=root.name,
@@ -117,13 +118,15 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
     if path.is_symlink():
         raise DraftError("a symlink is in the way of the draft", path=_shown(root, path),
                          hint="remove the symlink or rename the note")
-    content = draft.to_markdown().encode("utf-8")
+    content = shown = draft.to_markdown().encode("utf-8")
+    if merge:
+        content, overwrite = _merged(root, path, draft, shown, replaces), True
     if max_bytes is not None and len(content) > max_bytes:
         raise DraftError(f"the draft is {len(content)} bytes, over the import's limit of {max_bytes}",
                          path=_shown(root, path), hint="shorten the note (or raise max_file_bytes in types.yaml)")
     backup = None
     if overwrite and (replaces is not None or path.exists()):
-        backup = _replace(root, path, content, replaces)
+        backup = _replace(root, path, content, replaces, shown)
     else:
         try:
             safe_write.create(path, content, root=root)
@@ -137,16 +140,40 @@ def save_draft(draft: NoteDraft, *, vault_root: Path, folder: str | None, overwr
     return SavedNote(path=path, backup=backup, version=safe_write.version_of(content))
 
 
-def _replace(root: Path, path: Path, content: bytes, replaces: str | None) -> Path:
+def merged_note(existing: bytes, draft: NoteDraft) -> bytes:
+    """The note as it is, a blank line, then the draft's body (without a first heading that only repeats the
+    title), in the note's own line endings."""
+    body = draft.body.strip("\n")
+    first, _, rest = body.partition("\n")
+    if first.startswith("# ") and first[2:].strip() == draft.title.strip():
+        body = rest.strip("\n")
+    if not body.strip():
+        raise DraftError("the draft has no text below its frontmatter to add to the note",
+                         hint="write the text to add, or replace the note instead")
+    nl = b"\r\n" if b"\r\n" in existing else b"\n"
+    return existing.rstrip(b"\r\n") + nl + nl + body.encode("utf-8").replace(b"\n", nl) + nl
+
+
+def _merged(root: Path, path: Path, draft: NoteDraft, shown: bytes, replaces: str | None) -> bytes:
+    existing = safe_write.read_note(path)
+    if existing is None:
+        raise _conflict(root, path, shown, None, "changed",
+                        "there is no note at this path to add to (deleted or moved since it was shown); "
+                        "nothing was written", "save it as a new note")
+    return merged_note(existing, draft)
+
+
+def _replace(root: Path, path: Path, content: bytes, replaces: str | None, shown: bytes | None = None) -> Path:
+    shown = content if shown is None else shown      # the draft as the conflict shows it (not the merged note)
     if replaces is None:
-        raise _conflict(root, path, content, safe_write.read_note(path), "version needed",
+        raise _conflict(root, path, shown, safe_write.read_note(path), "version needed",
                         "an overwrite must name the version of the note it replaces; nothing was written",
                         "send 'replaces' with the version in this answer (the note as you saw it)")
     try:
         return safe_write.replace(path, content, expected=replaces, root=root)
     except NoteChangedError as exc:
         gone = exc.current is None
-        raise _conflict(root, path, content, exc.current, "changed",
+        raise _conflict(root, path, shown, exc.current, "changed",
                         "there is no note at this path to replace (deleted or moved since it was shown, or the "
                         "draft's title changed); nothing was written" if gone else
                         "the note changed since it was shown; nothing was written",

@@ -33,7 +33,7 @@ COMMANDS = [
     {"id": "reimport", "icon": "refresh-cw", "description": "re-import the vault", "button": False},
     {"id": "draft", "icon": "file-pen-line", "description": "reopen the current draft", "button": False},
     {"id": "suggest", "icon": "link", "button": False,
-     "description": "links, kinds, type and tags for a note: /suggest PATH (alone: the last answer's top source)"},
+     "description": "links for a note, to apply: /suggest PATH or TITLE (alone: the last answer's top source)"},
 ]
 
 
@@ -102,19 +102,31 @@ async def resume(thread: dict[str, Any]) -> None:
 COMMAND_IDS = ("history", "reimport", "draft")   # none takes an argument: they run at once
 
 
+def typed_command(message: cl.Message) -> tuple[str | None, str]:
+    """The command and its text: a chip picked from the menu, or "/suggest concepts/bm25.md" typed in one go (the
+    composer sends that as plain text)."""
+    if message.command:
+        return message.command, message.content
+    name, _, rest = message.content.strip().partition(" ")
+    if name.startswith("/") and name[1:] in {c["id"] for c in COMMANDS}:
+        return name[1:], rest.strip()
+    return None, message.content
+
+
 @cl.on_message
 @readable
 async def on_message(message: cl.Message) -> None:
-    if message.command == "suggest":           # its text is the note to analyse, not a question
-        await suggest_ui.suggest_command(message.content)
+    command, text = typed_command(message)
+    if command == "suggest":           # its text is the note to analyse, not a question
+        await suggest_ui.suggest_command(text)
         return
-    handler = COMMAND_HANDLERS.get(message.command or "")
+    handler = COMMAND_HANDLERS.get(command or "")
     if handler:
         await handler()
-        if not message.content.strip() or message.content.strip() == IMPORT_NOW:   # the starter's own text
+        if not text.strip() or text.strip() == IMPORT_NOW:   # the starter's own text
             return
-        # text typed after a command chip is a question of its own, never swallowed by the command
-    await answer(message.content)
+        # text typed after a command is a question of its own, never swallowed by the command
+    await answer(text)
 
 
 async def answer(text: str) -> None:

@@ -12,6 +12,7 @@ import chainlit as cl
 
 from mindnet.errors import DraftConflictError, DraftError, VaultWriteError
 from mindnet.ui import render
+from mindnet.ui.draft_conflict import CHOICES, OTHER_CHOICES, conflict_actions, conflict_props, conflict_sentence
 from mindnet.ui.escaping import code_span
 from mindnet.ui.guard import readable, say_error
 from mindnet.ui.registry import get_mindnet
@@ -49,10 +50,10 @@ async def on_window_message(data: Any) -> None:
 
 def draft_props(draft: dict[str, Any], status: str = "editing", detail: str = "",
                 conflict: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The editor's props; with `conflict` (status "conflict") the note in the vault: path, text, version."""
+    """The editor's props; with `conflict` (status "conflict") the note in the vault: path, text, version, diff."""
     keys = ("draft_id", "markdown", "note_type", "title", "warnings")
-    shown = {k: conflict.get(k) for k in ("path", "reason", "existing", "version")} if conflict else None
-    return {**{k: draft.get(k) for k in keys}, "status": status, "detail": detail, "conflict": shown}
+    return {**{k: draft.get(k) for k in keys}, "status": status, "detail": detail,
+            "conflict": conflict_props(conflict)}
 
 
 def current_draft(payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -89,13 +90,12 @@ async def on_draft_save(action: cl.Action) -> dict[str, Any] | None:
         return None
     replaces = action.payload.get("replaces")
     choice = {"overwrite": bool(action.payload.get("overwrite")), "new_name": bool(action.payload.get("new_name")),
-              "replaces": replaces if isinstance(replaces, str) else None}
+              "merge": bool(action.payload.get("merge")), "replaces": replaces if isinstance(replaces, str) else None}
     await clear_conflict()
     try:
         saved = await get_mindnet().asave_draft(draft["markdown"], draft.get("note_type") or "", **choice)
     except DraftConflictError as exc:
-        shown = f"{exc.path}: {exc.message}" if exc.path else exc.message    # the choices below are the fix
-        await show_draft_status(draft, "conflict" if exc.conflict else "error", shown, exc.conflict)
+        await show_draft_status(draft, "conflict" if exc.conflict else "error", conflict_sentence(exc), exc.conflict)
         await ask_on_conflict(draft, exc)
         return {"saved": False, "conflict": True}
     except (DraftError, VaultWriteError) as exc:
@@ -108,35 +108,19 @@ async def on_draft_save(action: cl.Action) -> dict[str, Any] | None:
     imported = render.import_markdown(report) if report else "Imported."
     backup = saved.get("backup")
     kept = f" The note's previous text is kept in {code_span(backup)}." if backup else ""
-    await cl.Message(content=f"Saved **{render.escape(saved.get('title'))}** to "
-                             f"{code_span(saved.get('path'))}.{kept} {imported}").send()
+    done = "Added your draft's text to the end of" if choice["merge"] else \
+        f"Saved **{render.escape(saved.get('title'))}** to"
+    await cl.Message(content=f"{done} {code_span(saved.get('path'))}.{kept} {imported}").send()
     return {"saved": True, "path": str(saved.get("path")), "note_id": saved.get("note_id"), "backup": backup}
 
 
 async def ask_on_conflict(draft: dict[str, Any], exc: DraftConflictError) -> None:
-    """A note of that name exists (or changed since it was shown, or another note has the id): overwrite exactly
-    the version shown in the editor, save under a free name, or keep editing."""
-    base = {"draft_id": draft["draft_id"]}
-    conflict = exc.conflict or {}
-    actions = []
-    if conflict.get("version"):
-        actions.append(cl.Action(name="draft_save", label="Overwrite", icon="file-pen-line",
-                                 tooltip="replace the note as shown in the editor; its text is kept as a backup",
-                                 payload={**base, "overwrite": True, "replaces": conflict["version"]}))
-    elif conflict:       # the note is gone since: save the draft where it was
-        actions.append(cl.Action(name="draft_save", label="Save", icon="save", tooltip="save the draft as a new note",
-                                 payload=base))
-    actions += [cl.Action(name="draft_save", label="Save as new name", icon="copy-plus",
-                          tooltip="save as 'Title (2)' beside the existing note", payload={**base, "new_name": True}),
-                cl.Action(name="draft_cancel", label="Cancel", icon="x", tooltip="keep editing; nothing is saved",
-                          payload=base)]
-    if conflict.get("version"):
-        what = f"{exc.path}: {exc.message}" if exc.path else exc.message
-        choices = ("The note in the vault and your draft are side by side in the editor above. Overwrite the note "
-                   "(its current text is kept as a backup), save your draft under a new name, or cancel?")
-    else:
-        what, choices = str(exc), "Save your draft, save it under a new name, or cancel?"
-    message = cl.Message(content=f"**Not saved:** {render.escape(what)}\n\n{choices}", actions=actions)
+    """A note of that name exists (or changed since it was shown, or another note has the id): replace or merge into
+    exactly the version shown in the editor, save under a free name, or keep editing."""
+    actions = conflict_actions(draft["draft_id"], exc.conflict)
+    choices = CHOICES if (exc.conflict or {}).get("version") else OTHER_CHOICES
+    message = cl.Message(content=f"**Not saved:** {render.escape(conflict_sentence(exc))}\n\n{choices}",
+                         actions=actions)
     cl.user_session.set("conflict_message", message)
     await message.send()
 

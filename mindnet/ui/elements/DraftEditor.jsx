@@ -6,9 +6,10 @@
 //   so switching to the chat and back never loses it.
 // Save / Download / Discard send the current text along. Preview shows the note as Markdown, its images as plain
 // links (nothing loads from another machine; the page's Content-Security-Policy blocks it anyway). When a note of
-// that name is in the vault (status "conflict"), its text (props.conflict.existing) and the draft are shown side by
-// side; the chat message below offers Overwrite (that version of the note, kept as a backup), a new name or Cancel,
-// and "Start from the vault's text" puts the note's text into the editor to merge by hand. Below the text, link
+// that name is in the vault (status "conflict"), the diff from its text to the draft (props.conflict.diff, plain
+// text rows) is shown, both texts in full below it; the chat message below offers Replace or Merge (that version of
+// the note, kept as a backup), a new name or Cancel, and "Start from the vault's text" puts the note's text into the
+// editor to merge by hand. Below the text, link
 // suggestions (Save & Analyze, action draft_analyze) follow the text as it is typed (debounced): "Link" turns the
 // mention into a wikilink, "Edge" appends a `> [!edge] KIND: [[X]]` line, "Dismiss" hides it. They only change the
 // draft's text.
@@ -19,6 +20,12 @@ import { Markdown } from "@/components/markdown";
 
 const DRAFT_KEY = "mindnet.draft";
 const ANALYZE_DELAY_MS = 700;   // suggestions are asked for once typing pauses this long
+// diff rows (props.conflict.diff): "-" only in the vault's note, "+" only in the draft, "@" a skipped stretch
+const DIFF_STYLE = {
+  "-": { background: "rgba(239, 68, 68, 0.18)" },
+  "+": { background: "rgba(34, 197, 94, 0.18)" },
+  "@": { opacity: 0.6 },
+};
 
 // Markdown images as plain links "[image: alt](url)", outside code (the rule of mindnet.ui.render.images_as_links)
 const IMAGE_START = /(?<!\\)((?:\\\\)*)!\[(\]?)/g;
@@ -185,22 +192,43 @@ export default function DraftEditor() {
         </ul>
       )}
       {conflict && (
-        <div className="text-xs" data-testid="draft-conflict"
-          style={{ display: "grid", gridTemplateColumns: "repeat(auto-fit, minmax(16rem, 1fr))", gap: "0.5rem" }}>
-          <div className="flex flex-col gap-1 min-w-0">
-            <div className="font-medium">In the vault now: {conflict.path}</div>
-            <pre data-testid="conflict-existing"
-              className="whitespace-pre-wrap break-words font-mono bg-muted rounded p-2 max-h-72 overflow-auto">
-              {conflict.existing ?? "(the note is gone: deleted or moved since)"}
-            </pre>
+        <div className="flex flex-col gap-1 text-xs min-w-0" data-testid="draft-conflict">
+          <div className="font-medium">
+            In the vault now: {conflict.path}
+            {conflict.existing != null && " - the lines your draft would change (- removed, + added)"}
           </div>
-          <div className="flex flex-col gap-1 min-w-0">
-            <div className="font-medium">Your draft</div>
-            <pre data-testid="conflict-draft"
-              className="whitespace-pre-wrap break-words font-mono bg-muted rounded p-2 max-h-72 overflow-auto">
-              {text}
+          {conflict.existing == null ? (
+            <div data-testid="conflict-gone">(the note is gone: deleted or moved since)</div>
+          ) : (
+            <pre data-testid="conflict-diff"
+              className="whitespace-pre-wrap break-words font-mono rounded border p-2 max-h-72 overflow-auto">
+              {(conflict.diff || []).length === 0 && "(no difference: the note already has this text)"}
+              {(conflict.diff || []).map((row, i) => (
+                <div key={i} data-op={row.op} data-testid="diff-line" style={DIFF_STYLE[row.op] || {}}>
+                  {row.op === "@" ? row.text : `${row.op} ${row.text}`}
+                </div>
+              ))}
             </pre>
-          </div>
+          )}
+          <details>
+            <summary className="cursor-pointer">Both texts in full</summary>
+            <div style={{ display: "grid", gridTemplateColumns: "repeat(auto-fit, minmax(16rem, 1fr))", gap: "0.5rem" }}>
+              <div className="flex flex-col gap-1 min-w-0">
+                <div className="font-medium">In the vault now</div>
+                <pre data-testid="conflict-existing"
+                  className="whitespace-pre-wrap break-words font-mono bg-muted rounded p-2 max-h-72 overflow-auto">
+                  {conflict.existing ?? "(the note is gone: deleted or moved since)"}
+                </pre>
+              </div>
+              <div className="flex flex-col gap-1 min-w-0">
+                <div className="font-medium">Your draft</div>
+                <pre data-testid="conflict-draft"
+                  className="whitespace-pre-wrap break-words font-mono bg-muted rounded p-2 max-h-72 overflow-auto">
+                  {text}
+                </pre>
+              </div>
+            </div>
+          </details>
           {conflict.existing != null && (
             <Button size="sm" variant="outline" className="w-fit" data-testid="conflict-take" disabled={busy}
               onClick={startFromVault}>Start from the vault's text</Button>
