@@ -34,8 +34,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mindnet]:
             mindnet.close()
 
 
-def hits(app: Mindnet, query: str, **request: object) -> dict[str, dict]:
-    out = app.query(QueryRequest(query=query, mode="hybrid", **request))
+def hits(app: Mindnet, query: str, mode: str = "hybrid") -> dict[str, dict]:
+    out = app.query(QueryRequest(query=query, mode=mode))
     return {h["note_id"]: h for h in out["hits"]}
 
 
@@ -147,3 +147,20 @@ def test_a_keyword_only_hit_says_keyword_match_not_similarity(app: Mindnet) -> N
     shown = " ".join([*props["why"], *(r["input"] for r in props["rows"])])
     assert "similarity" not in shown
     assert plain_reasons(hit)[0] == "matches your question by keywords only (keyword match 1.000)"
+
+
+def test_a_semantic_search_hit_says_meaning_only(app: Mindnet) -> None:
+    hit = by_title(hits(app, "Warum habe ich Qdrant gewählt?", mode="semantic"), "qdrant")
+    b = hit["score_breakdown"]
+    assert b["lexical"] is None
+    assert why.ranked_sentences(hit)[0] == (
+        f"Matches your question by meaning (similarity {b['dense']:.3f}, {b['semantic']:.3f} on the scale from the "
+        f"weakest to the best candidate) -> +{b['semantic_term']:.3f}.")
+
+
+def test_a_bonus_cut_below_the_better_hit_says_so(app: Mindnet) -> None:
+    hit = by_title(hits(app, "Linsensuppe Rezept"), "karate-trainingsplan")
+    b, g = hit["score_breakdown"], hit["explanation"]["graph"]
+    assert b["graph_scale"] < 1 and g["capped_below"] == "Linsensuppe"
+    assert why.ranked_sentences(hit)[-1].endswith(
+        f"the link bonus was cut to {100 * b['graph_scale']:.0f}% to keep it below 'Linsensuppe', a better hit.")

@@ -82,7 +82,7 @@ def link_sentence(b: Mapping[str, Any], expl: Mapping[str, Any]) -> str | None:
         seeds = g.get("seeds")
         n = len(linkers)
         who = (f"{n} of the {seeds} best hits" if isinstance(seeds, int) and seeds >= n > 0 else
-               plural(n, "of the best hits") if n else "other hits")
+               f"{n} of the best hits" if n else "other hits")
         verb = "links" if n == 1 else "link"
         named = f" ({_quoted(linkers)})" if linkers else ""
         parts.append(f"+{_f(edge)} because {who} {verb} to it{named}")
