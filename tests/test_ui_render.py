@@ -26,15 +26,15 @@ def test_breakdown_line_and_table_show_the_same_numbers_under_the_same_names() -
     rows = {r["term"]: r for r in render.breakdown_rows(BREAKDOWN)}
     assert [rows[t]["value"] for t in ("semantic", "links", "centrality", "total")] == \
         ["0.900", "0.180", "0.200", "1.280"]
-    assert rows["semantic"]["input"] == "similarity 1.000 (dense 0.900, words 0.800) x type weight 0.900"
+    assert rows["semantic"]["input"] == "match 1.000 (similarity 0.900, keyword match 0.800) x type weight 0.900"
 
 
-def test_source_props_are_plain_data_with_plain_reasons_and_rule_ids_apart() -> None:
+def test_source_props_are_plain_data_with_plain_sentences_and_rule_ids_apart() -> None:
     props = render.source_props(2, HIT, query="Wie rankt PageRank Notizen?", query_id="q1")
     assert props["title"] == "**PageRank** <b>" and props["index"] == 2        # the element escapes it
     assert props["open_url"] == "/open?path=concepts%2Fpagerank.md"
-    assert "linked from 'Hybride Suche' (wikilink)" in props["why"]
-    assert not any("explicit:wikilink" in w for w in props["why"])
+    assert props["links"] == ["link from 'Hybride Suche' (wikilink)"]
+    assert not any("explicit:wikilink" in w for w in props["why"] + props["links"])
     assert any("rule explicit:wikilink" in d for d in props["details"])
     assert props["highlight"] == ["rankt", "pagerank", "notizen"]
 
@@ -55,8 +55,8 @@ def test_a_source_shows_its_file_name_with_its_title_beside_it() -> None:
     same = {**HIT, "title": "qdrant", "names": ["Qdrant"]}            # only the case differs: the name alone
     assert (render.source_props(1, same, query="q", query_id="q")["title"],
             render.source_summary(1, same).startswith("- [1] **qdrant** · ")) == ("qdrant", True)
-    assert "links to the section 'Setup' of 'Qdrant' (wikilink)" in props["why"]
-    assert "linked from 'Index', to its section 'Method' (wikilink)" in props["why"]
+    # the link into it lifted it (it has a link bonus); the link out of it added nothing, so it is not listed
+    assert props["links"] == ["link from 'Index' (wikilink), to the section 'Method' here"]
 
 
 def test_notices_keep_their_code_spans_and_escape_the_rest() -> None:

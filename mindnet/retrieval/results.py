@@ -89,7 +89,9 @@ def plain_reasons(hit: Mapping[str, Any], limit: int = 4) -> list[str]:
     b = hit.get("score_breakdown") or {}
     expl = hit.get("explanation") or {}
     out = []
-    if _number(b, "semantic") is not None:
+    if _number(b, "dense") is None and _number(b, "lexical") is not None:   # no vector yet: words alone
+        out.append(f"matches your question by keywords only (keyword match {_three(b.get('lexical'))})")
+    elif _number(b, "semantic") is not None:
         out.append(f"matches your question (similarity {_three(b.get('semantic'))})")
     if expl.get("via_graph"):
         out.append("found through the links of the best matches, not by the text search")

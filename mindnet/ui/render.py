@@ -14,8 +14,9 @@ from urllib.parse import quote
 
 from mindnet.chat.engine import ChatRequest, ChatTurn
 from mindnet.chat.strategies import PASSAGES_SHOWN, snippet
-from mindnet.retrieval.results import highlight_words, plain_reasons, shown_name, written_title
+from mindnet.retrieval.results import highlight_words, shown_name, written_title
 from mindnet.ui.escaping import escape, images_as_links, inline_markdown
+from mindnet.ui.why import keyword_only, why_props
 from mindnet.wording import plural
 
 MAX_EDGES = 8
@@ -63,9 +64,14 @@ def breakdown_rows(b: Mapping[str, Any] | None) -> list[dict[str, str]]:
     """The table behind `breakdown_line`: per term its input, weight and result (the same numbers)."""
     if not b:
         return []
-    sim = f"similarity {_fmt(b.get('semantic'))}"
-    if _num(b, "dense") is not None and _num(b, "lexical") is not None:
-        sim += f" (dense {_fmt(b.get('dense'))}, words {_fmt(b.get('lexical'))})"
+    # the words of the "why" sentences (mindnet.ui.why): match = S_sem, from similarity and keyword match
+    sim = f"match {_fmt(b.get('semantic'))}"
+    if keyword_only(b):       # no meaning vector yet: its words alone matched, not "similarity 1.000"
+        sim = f"keyword match {_fmt(b.get('lexical'))}"
+    elif _num(b, "dense") is not None and _num(b, "lexical") is not None:
+        sim += f" (similarity {_fmt(b.get('dense'))}, keyword match {_fmt(b.get('lexical'))})"
+    elif _num(b, "dense") is not None:
+        sim += f" (similarity {_fmt(b.get('dense'))})"
     sim += f" x type weight {_fmt(b.get('retriever_weight'))}"
     return [
         {"term": "semantic", "input": sim, "weight": _fmt(b.get("semantic_weight")),
@@ -98,7 +104,7 @@ def source_props(index: int, hit: Mapping[str, Any], *, query: str, query_id: st
         "open_url": open_url(path) if path else "", "type": str(hit.get("type") or ""),
         "section": " > ".join(map(str, hit.get("heading_path") or [])),
         "score": _fmt(hit.get("score")), "breakdown": breakdown_line(b), "rows": breakdown_rows(b),
-        "why": plain_reasons(hit), "details": rule_details(hit), "text": str(hit.get("text") or ""),
+        **why_props(hit), "details": rule_details(hit), "text": str(hit.get("text") or ""),
         "highlight": highlight_words(query), "query_id": query_id,
         "node_id": str(hit.get("node_id") or hit.get("note_id") or ""), "rating": 0,
     }

@@ -1,7 +1,9 @@
 // One source of an answer (Chainlit custom element, shown in the side panel). Props come from
 // mindnet.ui.render.source_props: index, title, path, open_url, type, section, score, breakdown (one line),
-// rows (the same numbers as a table), why (plain sentences), details (rule ids), text, highlight (query
-// words), query_id, node_id, rating (0 | 5 | 1). Everything is rendered as text: note content is never markup.
+// rows (the same numbers as a table), why (ranked sentences), formula (the score formula with its numbers),
+// links (one line per note whose links lifted it), graph (those links laid out: see mindnet/ui/why.py),
+// details (rule ids), text, highlight (query words), query_id, node_id, rating (0 | 5 | 1). Everything is
+// rendered as text: note content is never markup.
 import { useState } from "react";
 import { Button } from "@/components/ui/button";
 
@@ -14,6 +16,46 @@ function Highlighted({ text, words }) {
   const re = new RegExp(`(${words.map(escapeRegExp).join("|")})`, "giu");
   return text.split(re).map((part, i) =>
     i % 2 === 1 ? <mark key={i} data-testid="source-match" className="bg-yellow-200 dark:bg-yellow-700 rounded px-0.5">{part}</mark> : part
+  );
+}
+
+// The links that lifted the note, drawn from the layout mindnet.ui.why.link_graph made (no library); the list
+// of links below it says the same in text.
+function LinkGraph({ graph, index }) {
+  const id = `why-graph-${index}`;
+  const w = graph.node_w, h = graph.node_h;
+  return (
+    <figure className="m-0" data-testid="why-graph">
+      <svg role="img" aria-labelledby={`${id}-title ${id}-desc`} viewBox={`0 0 ${graph.width} ${graph.height}`}
+           width="100%" style={{ maxWidth: graph.width }} className="text-foreground">
+        <title id={`${id}-title`}>{graph.title}</title>
+        <desc id={`${id}-desc`}>{graph.desc}</desc>
+        <defs>
+          <marker id={`${id}-arrow`} viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9"
+                  markerUnits="userSpaceOnUse" orient="auto-start-reverse">
+            <path d="M 0 0 L 10 5 L 0 10 z" fill="currentColor" />
+          </marker>
+        </defs>
+        {graph.edges.map((e) => (
+          <g key={e.from} data-testid="why-graph-edge" data-from={e.from} data-to={e.to} data-count={e.count}>
+            <line x1={e.x1} y1={e.y1} x2={e.x2} y2={e.y2} stroke="currentColor" strokeOpacity="0.6"
+                  strokeWidth={Math.min(1 + e.count, 4)} markerEnd={`url(#${id}-arrow)`} />
+            <text x={e.x1 + 6} y={e.y1 - 5} fontSize="10" fill="currentColor"
+                  style={{ paintOrder: "stroke", stroke: "hsl(var(--card))", strokeWidth: 3 }}>{e.label}</text>
+          </g>
+        ))}
+        {graph.nodes.map((n) => (
+          <g key={n.id} data-testid={n.hit ? "why-graph-hit" : "why-graph-node"} data-id={n.id}>
+            <title>{n.name}</title>
+            <rect x={n.x - w / 2} y={n.y - h / 2} width={w} height={h} rx="6" fill="currentColor"
+                  fillOpacity={n.hit ? 0.18 : 0.07} stroke="currentColor" strokeOpacity={n.hit ? 0.9 : 0.4} />
+            <text x={n.x} y={n.y + 4} fontSize="11" textAnchor="middle" fill="currentColor"
+                  fontWeight={n.hit ? "bold" : "normal"}>{n.label}</text>
+          </g>
+        ))}
+      </svg>
+      {graph.more && <figcaption className="text-xs text-muted-foreground">{graph.more}</figcaption>}
+    </figure>
   );
 }
 
@@ -35,7 +77,7 @@ export default function SourcePanel() {
   return (
     <div className="flex flex-col gap-3 text-sm w-full min-w-0" data-testid="source-panel">
       <div className="text-base font-semibold break-words" data-testid="source-title">
-        [{props.index}] {props.title}
+        <span className="mindnet-source-index">[{props.index}] </span>{props.title}
       </div>
       <div className="text-muted-foreground break-words">
         {props.path}
@@ -68,11 +110,23 @@ export default function SourcePanel() {
         </table>
       )}
       {(props.why || []).length > 0 && (
-        <div data-testid="source-why">
+        <div data-testid="source-why" className="flex flex-col gap-2">
           <div className="font-medium">Why this source</div>
-          <ul className="list-disc pl-5">
-            {props.why.map((w, i) => <li key={i} className="break-words">{w}</li>)}
-          </ul>
+          <ol style={{ listStyleType: "decimal", paddingLeft: "1.25rem" }} data-testid="why-sentences">
+            {props.why.map((w, i) => <li key={i} className="break-words" style={{ marginBottom: "0.25rem" }}>{w}</li>)}
+          </ol>
+          {props.formula && (
+            <div className="text-xs font-mono break-words" data-testid="why-formula">{props.formula}</div>
+          )}
+          {props.graph && <LinkGraph graph={props.graph} index={props.index} />}
+          {(props.links || []).length > 0 && (
+            <div>
+              <div className="text-muted-foreground">Links that lifted it</div>
+              <ul style={{ listStyleType: "disc", paddingLeft: "1.25rem" }} data-testid="why-links">
+                {props.links.map((l, i) => <li key={i} className="break-words">{l}</li>)}
+              </ul>
+            </div>
+          )}
         </div>
       )}
       {(props.details || []).length > 0 && (
