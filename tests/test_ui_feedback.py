@@ -164,10 +164,7 @@ def test_bad_answer_with_reasons_and_comment_lands_in_feedback_jsonl(page: Page,
 def open_thread(pg: Page, question: str) -> str:
     pg.reload(wait_until="domcontentloaded")
     pg.locator("#chat-settings-open-modal").wait_for(timeout=ui.TIMEOUT)
-    thread = pg.locator('a[href*="/thread/"]').filter(has_text=question[:30]).first
-    if not thread.is_visible():          # on a phone the thread list is in the closed sidebar
-        pg.get_by_role("button", name=re.compile("sidebar", re.I)).first.click()
-    thread.click()
+    pg.locator('a[href*="/thread/"]').filter(has_text=question[:30]).first.click()
     expect(pg).to_have_url(re.compile(r"/ui/thread/[0-9a-f-]+$"), timeout=ui.TIMEOUT)
     expect(pg.get_by_text(ANSWER[:30], exact=False)).to_have_count(1, timeout=ui.TIMEOUT)
     return pg.url.rsplit("/", 1)[1]
