@@ -217,6 +217,8 @@ class FeedbackRequest(BaseModel):
     node_id: str = Field("generated_answer", max_length=300)
     score: StrictInt                                   # true/1.0 are not scores
     comment: str | None = Field(None, max_length=4000)
+    reasons: list[str] = Field(default_factory=list, max_length=10,
+                               description="why the answer was bad: wrong_source, missing_note, wrong_answer")
 
 
 class DraftRequest(BaseModel):
@@ -248,7 +250,7 @@ def _add_chat_routes(app: FastAPI) -> None:
     @app.post("/feedback")
     async def feedback(request: FeedbackRequest) -> dict[str, Any]:
         record = app.state.mindnet.logs.record_feedback(request.query_id, request.score, node_id=request.node_id,
-                                                        comment=request.comment)
+                                                        comment=request.comment, reasons=request.reasons)
         return record.model_dump(mode="json")
 
     @app.post("/drafts")

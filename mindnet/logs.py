@@ -26,6 +26,8 @@ from mindnet.errors import DataWriteError, QueryError
 logger = logging.getLogger(__name__)
 
 GENERATED_ANSWER = "generated_answer"
+# why an answer was bad, as a rating may say (the UI's chips): stored id -> the words shown
+FEEDBACK_REASONS = {"wrong_source": "wrong source", "missing_note": "missing note", "wrong_answer": "wrong answer"}
 
 
 def utc_now_iso() -> str:
@@ -187,6 +189,7 @@ class FeedbackRecord(BaseModel):
     query_id: str
     node_id: str = Field(GENERATED_ANSWER, min_length=1)
     score: int = Field(ge=1, le=5)
+    reasons: list[str] = Field(default_factory=list, description="ids of FEEDBACK_REASONS; absent in older records")
     comment: str | None = None
     timestamp: str = Field(default_factory=utc_now_iso)
 
@@ -194,6 +197,14 @@ class FeedbackRecord(BaseModel):
     @classmethod
     def _uuid4(cls, value: str) -> str:
         return _check_uuid4(value)
+
+    @field_validator("reasons")
+    @classmethod
+    def _known_reasons(cls, value: list[str]) -> list[str]:
+        unknown = [r for r in value if r not in FEEDBACK_REASONS]
+        if unknown:
+            raise ValueError(f"unknown reason {unknown[0]!r}; use one of {', '.join(FEEDBACK_REASONS)}")
+        return list(dict.fromkeys(value))
 
 
 def _query_error(err: ValidationError, prefix: str = "") -> QueryError:
@@ -249,12 +260,14 @@ class FlywheelLogs:
         return self._unlogged.get(query_id)
 
     def record_feedback(self, query_id: str, score: int, *, node_id: str = GENERATED_ANSWER,
-                        comment: str | None = None) -> FeedbackRecord:
-        """Log one rating (1..5) of an answer or of one source of a logged search."""
+                        comment: str | None = None, reasons: Iterable[str] = ()) -> FeedbackRecord:
+        """Log one rating (1..5) of an answer or of one source of a logged search, with the reasons
+        (FEEDBACK_REASONS ids) and comment the user gave. A later rating of the same answer or source
+        replaces this one."""
         if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 5:
             raise QueryError(f"score must be a whole number from 1 to 5, got {score!r}", field="score")
         try:
-            record = FeedbackRecord(query_id=query_id, node_id=node_id, score=score,
+            record = FeedbackRecord(query_id=query_id, node_id=node_id, score=score, reasons=list(reasons),
                                     comment=(comment or "").strip() or None)
         except ValidationError as exc:
             raise _query_error(exc) from exc
@@ -284,17 +297,26 @@ class FlywheelLogs:
         self._known_ids.update(str(r.get("query_id")) for r in records)
         return query_id in self._known_ids
 
+    def latest_feedback(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """The rating that counts per (query_id, node_id): the last one given."""
+        latest: dict[tuple[str, str], dict[str, Any]] = {}
+        for r in self.feedback.read():
+            latest[(str(r.get("query_id")), str(r.get("node_id", GENERATED_ANSWER)))] = r
+        return latest
+
     def feedback_report(self) -> dict[str, Any]:
         """Ratings joined with their searches.
 
         `answers`: all ratings of generated answers; `by_strategy`: the same per chat strategy ("none" for
-        /query searches); `by_node`: ratings of single sources with their note title. A later rating of the
-        same (query_id, node_id) replaces the earlier one; ratings of unknown searches count as `unmatched`.
+        /query searches); `by_node`: ratings of single sources with their note title; `reasons`: how often each
+        reason was given for an answer; `remarks`: the answer ratings with reasons or a comment, newest first.
+        A later rating of the same (query_id, node_id) replaces the earlier one; ratings of unknown searches
+        count as `unmatched`. Records written before reasons existed read as having none.
         """
         searches = {str(r.get("query_id")): r for r in self.search_history.read()}
-        latest: dict[tuple[str, str], dict[str, Any]] = {}
-        for r in self.feedback.read():
-            latest[(str(r.get("query_id")), str(r.get("node_id", GENERATED_ANSWER)))] = r
+        latest = self.latest_feedback()
+        reasons = dict.fromkeys(FEEDBACK_REASONS, 0)
+        remarks: list[dict[str, Any]] = []
         answers: list[int] = []
         by_strategy: dict[str, list[int]] = {}
         by_node: dict[str, dict[str, Any]] = {}
@@ -308,6 +330,13 @@ class FlywheelLogs:
             if node_id == GENERATED_ANSWER:
                 answers.append(score)
                 by_strategy.setdefault(search.get("strategy") or "none", []).append(score)
+                given = [x for x in r.get("reasons") or [] if x in reasons]
+                for x in given:
+                    reasons[x] += 1
+                if given or r.get("comment"):
+                    remarks.append({"query_id": query_id, "query_text": search.get("query_text", ""), "score": score,
+                                    "reasons": given, "comment": r.get("comment") or "",
+                                    "timestamp": r.get("timestamp", "")})
                 continue
             hit = next((h for h in search.get("hits") or [] if h.get("node_id") == node_id), {})
             entry = by_node.setdefault(node_id, {"note_id": hit.get("note_id"), "title": hit.get("title"),
@@ -320,6 +349,8 @@ class FlywheelLogs:
             "by_strategy": {k: _summary(v) for k, v in sorted(by_strategy.items())},
             "by_node": {k: {"note_id": v["note_id"], "title": v["title"], **_summary(v["scores"])}
                         for k, v in sorted(by_node.items())},
+            "reasons": reasons,
+            "remarks": sorted(remarks, key=lambda m: str(m["timestamp"]), reverse=True),
         }
 
 

@@ -69,6 +69,15 @@ def test_feedback_is_recorded(client, fake_ollama):
         {"query_id": query_id, "node_id": "generated_answer", "score": 4, "comment": "gut"}
 
 
+def test_feedback_with_reasons_is_recorded_and_an_unknown_reason_is_422(client, fake_ollama):
+    query_id = chat(client, fake_ollama)["query_id"]
+    response = client.post("/feedback", json={"query_id": query_id, "score": 1, "reasons": ["missing_note"],
+                                              "comment": "fehlt"})
+    assert (response.status_code, response.json()["reasons"]) == (200, ["missing_note"])
+    response = client.post("/feedback", json={"query_id": query_id, "score": 1, "reasons": ["boring"]})
+    assert (response.status_code, response.json()["field"]) == (422, "reasons")
+
+
 def test_feedback_for_unknown_query_id_is_422_naming_field(client):
     response = client.post("/feedback", json={"query_id": str(uuid.uuid4()), "score": 4})
     assert (response.status_code, response.json()["field"]) == (422, "query_id")

@@ -261,7 +261,9 @@ def test_report_counts_unmatched_feedback(logs: FlywheelLogs) -> None:
 def test_report_of_empty_logs(logs: FlywheelLogs) -> None:
     assert logs.feedback_report() == {"feedback_count": 0, "unmatched": 0,
                                       "answers": {"count": 0, "mean_score": None},
-                                      "by_strategy": {}, "by_node": {}}
+                                      "by_strategy": {}, "by_node": {},
+                                      "reasons": {"wrong_source": 0, "missing_note": 0, "wrong_answer": 0},
+                                      "remarks": []}
 
 
 # --------------------------------------------------------------------------- whole records, rotation, modes

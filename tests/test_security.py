@@ -171,7 +171,7 @@ async def test_foreign_action_post_is_refused_and_saves_nothing_the_page_itself_
     await chat.connect()
     try:
         events = await chat.ask("Neues Projekt anlegen: Kräutergarten auf dem Balkon")
-        editor = next((d for n, d in events if n == "element" and d["type"] == "custom"), None)
+        editor = next((d for n, d in events if n == "element" and d["name"] == "DraftEditor"), None)
         assert editor is not None, [(n, str(d)[:300]) for n, d in events]
         save = {"name": "draft_save", "payload": {"draft_id": editor["props"]["draft_id"]}}
         target = server.vault / "projects" / "Kräutergarten.md"

@@ -137,7 +137,9 @@ async def test_question_streams_answer_with_badge_steps_and_sources(chat: ChatCl
     answer = answer_of(events)
     assert answer["output"].startswith("`DECISION`")
     assert ANSWER in answer["output"] and "**Sources**" in answer["output"]
-    sources = [d for n, d in events if n == "element" and d["forId"] == answer["id"]]
+    elements = [d for n, d in events if n == "element" and d["forId"] == answer["id"]]
+    assert [e["name"] for e in elements if e["display"] == "inline"] == ["AnswerRating"]     # its one rating
+    sources = [e for e in elements if e["display"] != "inline"]
     assert sources and all(s["type"] == "custom" and s["display"] == "side" for s in sources)
     assert sorted(s["name"] for s in sources) == sorted(f"[{i}]" for i in range(1, len(sources) + 1))
     # the sources are on screen before the first word of the answer
@@ -168,23 +170,32 @@ async def test_feedback_on_answer_and_source_lands_in_feedback_jsonl(chat: ChatC
                                                                     server: ChatServer) -> None:
     events = await chat.ask("Was ist hybride Suche?")
     answer = answer_of(events)
-    actions = actions_for(events, answer["id"])
-    thumbs_up = next(a for a in actions if a["label"] == "Good answer")
-    assert [a["label"] for a in actions] == ["Good answer", "Bad answer"]     # one pair per answer
-    source = next(d for n, d in events if n == "element" and d["forId"] == answer["id"])["props"]
+    assert actions_for(events, answer["id"]) == []          # the rating is the AnswerRating element, not actions
+    rating = next(d for n, d in events if n == "element" and d["forId"] == answer["id"]
+                  and d["name"] == "AnswerRating")["props"]
+    source = next(d for n, d in events if n == "element" and d["forId"] == answer["id"]
+                  and d["display"] == "side")["props"]
+    query_id = rating["query_id"]
+    assert (rating["score"], [o["id"] for o in rating["offered"]]) == (0, ["wrong_source", "missing_note",
+                                                                         "wrong_answer"])
+    good = {"name": "rate", "payload": {"query_id": query_id, "node_id": "generated_answer", "score": 5}}
+    bad = {"name": "rate", "payload": {"query_id": query_id, "node_id": "generated_answer", "score": 1,
+                                       "reasons": ["wrong_source"], "comment": "alt"}}   # what its buttons send
     source_down = {"name": "rate", "payload": {"query_id": source["query_id"], "node_id": source["node_id"],
                                                "score": 1}}          # what the panel's button sends
-    assert (await chat.act(thumbs_up))["recorded"] is True
+    assert (await chat.act(good))["recorded"] is True
+    assert (await chat.act(bad))["reasons"] == ["wrong_source"]
     assert (await chat.act(source_down))["recorded"] is True
-    query_id = thumbs_up["payload"]["query_id"]
     rows = [r for r in server.records("feedback.jsonl") if r["query_id"] == query_id]
-    assert [(r["node_id"], r["score"]) for r in rows] == [("generated_answer", 5), (source["node_id"], 1)]
+    assert [(r["node_id"], r["score"], r["reasons"], r["comment"]) for r in rows] == [
+        ("generated_answer", 5, [], None), ("generated_answer", 1, ["wrong_source"], "alt"),
+        (source["node_id"], 1, [], None)]
     assert query_id in {r["query_id"] for r in server.records("search_history.jsonl")}
 
 
 async def test_interview_draft_edited_saved_and_found_by_query(chat: ChatClient, server: ChatServer) -> None:
     events = await chat.ask("Neues Projekt anlegen: Kräutergarten auf dem Balkon")
-    editor = next(d for n, d in events if n == "element" and d["type"] == "custom")
+    editor = next(d for n, d in events if n == "element" and d["name"] == "DraftEditor")
     assert editor["name"] == "DraftEditor" and editor["props"]["note_type"] == "project"
     assert "title: Kräutergarten" in editor["props"]["markdown"]
     edited = editor["props"]["markdown"].replace("Basilikum und Minze",
@@ -195,7 +206,7 @@ async def test_interview_draft_edited_saved_and_found_by_query(chat: ChatClient,
     assert (await chat.act({**save, "name": "draft_update"}, markdown=edited))["stored"] is True
     await chat.ask("Was ist hybride Suche?")
     reopened = await chat.ask("", command="draft")
-    restored = next(d for n, d in reopened if n == "element" and d["type"] == "custom")
+    restored = next(d for n, d in reopened if n == "element" and d["name"] == "DraftEditor")
     assert restored["props"]["markdown"] == edited
 
     result = await chat.act(save)     # without the text: saves what the session holds

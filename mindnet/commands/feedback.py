@@ -13,6 +13,7 @@ from mindnet.commands.common import _settings, console, plural
 
 
 def render_feedback(data: dict) -> None:
+    from mindnet.logs import FEEDBACK_REASONS
     a = data["answers"]
     console.print(f"{plural(data['feedback_count'], 'rating')} ({data['unmatched']} unmatched); generated answers: "
                   f"{a['count']} rated, mean {a['mean_score'] if a['mean_score'] is not None else '-'}")
@@ -28,6 +29,19 @@ def render_feedback(data: dict) -> None:
     for node_id, v in data["by_node"].items():
         t.add_row(escape(node_id), escape(v["title"] or ""), str(v["count"]), f"{v['mean_score']:.2f}")
     console.print(t)
+    reasons = {k: n for k, n in (data.get("reasons") or {}).items() if n}
+    if reasons:
+        console.print("Reasons given for answers: " + ", ".join(
+            f"{FEEDBACK_REASONS.get(k, k)} {n}" for k, n in reasons.items()))
+    remarks = data.get("remarks") or []
+    if remarks:
+        t = Table(title="Answers rated with reasons or a comment (newest first)")
+        for col in ("question", "score", "reasons", "comment"):
+            t.add_column(col)
+        for m in remarks:
+            t.add_row(escape(m["query_text"]), str(m["score"]),
+                      escape(", ".join(FEEDBACK_REASONS.get(k, k) for k in m["reasons"])), escape(m["comment"]))
+        console.print(t)
 
 
 def cmd_feedback_report(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """One chat answer on screen: the "How I answered" step, the streamed answer, its source panels and its
-rating buttons (the `rate` action). Rendering only: the answer comes from `Mindnet.chat.astream`.
+rating (`rating.AnswerRating`, saved by the `rate` action). Rendering only: the answer comes from
+`Mindnet.chat.astream`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from mindnet.chat.engine import ChatRequest, ChatResponse
 from mindnet.logs import GENERATED_ANSWER
 from mindnet.ui import render
 from mindnet.ui.guard import readable, say_error
+from mindnet.ui.rating import send_rating
 from mindnet.ui.registry import get_mindnet
 
 SIDE_PANEL_DELAY = 0.3   # seconds
@@ -61,8 +63,9 @@ class AnswerView:
                 await asyncio.shield(self.how.update())
             if self.message is not None:     # one message says it was stopped, and it can still be rated
                 self.message.content = self.content(writing=False, stopped=True)
-                self.message.actions = answer_rating_actions(self.query_id) if self.query_id else []
                 await asyncio.shield(self.message.update())
+                if self.query_id:
+                    await asyncio.shield(send_rating(self.message.id, self.query_id))
             raise
         if self.failure:
             await say_error("Chat problem", self.failure, actions=[retry_action(self.request.message)])
@@ -104,7 +107,7 @@ class AnswerView:
     async def show_sources(self) -> None:
         """The answer message with its numbered sources, before the first token."""
         elements = source_elements(self.sources, question=self.request.message, query_id=self.query_id)
-        self.message = cl.Message(content=self.content())
+        self.message = cl.Message(content=self.content(), metadata={"query_id": self.query_id})
         await self.message.send()    # the numbered list first: it shows at once
         # then the panels (the "[n]" become links); not kept on the message, so its updates never re-send
         # them (that would re-open the side panel the user closed)
@@ -145,15 +148,22 @@ class AnswerView:
         content = self.content(notice=notice, cut_off=response.cut_off, writing=False)
         if self.message is None:
             elements = source_elements(self.sources, question=self.request.message, query_id=self.query_id)
-            self.message = cl.Message(content=content, elements=elements, actions=feedback_actions(response))
+            self.message = cl.Message(content=content, elements=elements, metadata={"query_id": self.query_id})
             await self.message.send()
+            await self.rating()
             if elements:
                 await show_sources_panel(elements, self.query_id, self.request.message)
             return
         self.message.content = content
-        self.message.actions = feedback_actions(response) + ([retry_action(self.request.message)]
-                                                             if self.failure else [])
+        self.message.metadata = {"query_id": self.query_id}     # a resumed thread finds its rating by it
+        self.message.actions = [retry_action(self.request.message)] if self.failure else []
         await self.message.update()
+        await self.rating()
+
+    async def rating(self) -> None:
+        """The answer's one rating control (none without a query_id: nothing could be rated)."""
+        if self.message is not None and self.query_id:
+            await send_rating(self.message.id, self.query_id)
 
 
 def source_elements(sources: list[dict[str, Any]], *, question: str, query_id: str) -> list[cl.CustomElement]:
@@ -174,39 +184,23 @@ async def show_sources_panel(elements: list[Any], query_id: str, question: str) 
     await cl.ElementSidebar.set_title(render.sources_title(question, len(elements)))
 
 
-def feedback_actions(response: ChatResponse, selected: int = 0) -> list[cl.Action]:
-    """One pair of thumbs for the answer (the chosen one marked); sources are rated in their panel."""
-    if not response.query_id:
-        return []
-    return answer_rating_actions(response.query_id, selected)
-
-
 def retry_action(question: str) -> cl.Action:
     """Ask the same question again (after the model failed): the history's "ask again" action."""
     return cl.Action(name="ask_again", label="Retry", icon="rotate-ccw", tooltip="ask the same question again",
                      payload={"query": question})
 
 
-def answer_rating_actions(query_id: str, selected: int = 0) -> list[cl.Action]:
-    def rate(score: int, label: str) -> cl.Action:
-        chosen = selected == score
-        return cl.Action(name="rate", label=f"{label} ✓" if chosen else label, icon="thumbs-up" if score > 3
-                         else "thumbs-down", tooltip="your rating; click the other to change it" if chosen
-                         else f"rate the answer {score}/5", id=f"rate-{query_id}-{score}",
-                         payload={"query_id": query_id, "node_id": GENERATED_ANSWER, "score": score})
-    return [rate(5, "Good answer"), rate(1, "Bad answer")]
-
-
 @cl.action_callback("rate")
 @readable
 async def on_rate(action: cl.Action) -> dict[str, Any]:
+    """A rating from an answer's AnswerRating or a source's panel (with the reasons and comment given, if any);
+    the elements show the choice themselves."""
     p = action.payload
-    record = get_mindnet().logs.record_feedback(str(p.get("query_id")), int(p.get("score", 0)),
-                                                node_id=str(p.get("node_id") or GENERATED_ANSWER))
+    reasons = p.get("reasons") or []
+    record = get_mindnet().logs.record_feedback(
+        str(p.get("query_id")), int(p.get("score", 0)), node_id=str(p.get("node_id") or GENERATED_ANSWER),
+        comment=str(p.get("comment") or ""), reasons=[str(r) for r in reasons] if isinstance(reasons, list) else [])
     what = "answer" if record.node_id == GENERATED_ANSWER else "source"
-    if record.node_id == GENERATED_ANSWER and action.forId:   # show the choice: re-send the pair, marked
-        for a in answer_rating_actions(record.query_id, record.score):
-            await a.remove()
-            await a.send(for_id=action.forId)
     await cl.context.emitter.send_toast(f"Feedback saved: {what} rated {record.score}/5", "success")
-    return {"recorded": True, "query_id": record.query_id, "node_id": record.node_id, "score": record.score}
+    return {"recorded": True, "query_id": record.query_id, "node_id": record.node_id, "score": record.score,
+            "reasons": record.reasons, "comment": record.comment or ""}

@@ -2,7 +2,7 @@
 
 Here: the session (welcome page, settings panel, commands), each message, and the commands. Each message goes
 to `Mindnet.chat.astream`; `answer_view.AnswerView` shows its events as steps (intent, retrieval, graph, scoring,
-generation), streamed tokens, an intent badge, source side panels with their "why", and feedback buttons.
+generation), streamed tokens, an intent badge, source side panels with their "why", and the answer's rating.
 Interview drafts open in the `DraftEditor` custom element (`draft_editor`); `/draft` brings the draft back.
 Importing those modules (and `suggest`) registers their action callbacks. No retrieval or scoring happens here.
 """

@@ -5,6 +5,9 @@ in the sidebar, so they can be resumed. It ships no schema for SQLite: `create_s
 writes to, idempotently, at start-up. Chainlit lists threads only for a logged-in user: without
 MINDNET_API_TOKEN (the token login), the one local user is logged in automatically through header auth.
 Source panels and other elements are not stored (that needs a blob store); the messages and steps are.
+Ratings are not kept here: mindnet's rating (`rating.py`) writes feedback.jsonl, so this data layer stores no
+Chainlit feedback and gives none back (old rows in `feedbacks` stay unused); a thread comes back with each
+answer's rating element instead, built from feedback.jsonl.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 import os
 import secrets
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,7 @@ from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 from mindnet.data_folder import move_aside, private_file, report_damage
 
 log = logging.getLogger(__name__)
+ExtraElements = Callable[[dict[str, Any]], Awaitable[list[dict[str, Any]]]]
 LOCAL_USER = "local"
 THREADS_FILE = "threads.sqlite"
 
@@ -87,9 +92,10 @@ def _create(path: Path) -> None:
 class SQLiteDataLayer(SQLAlchemyDataLayer):
     """Chainlit's SQLAlchemy data layer, with list parameters (tags) stored as JSON text: SQLite has no arrays."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, extra_elements: ExtraElements | None = None) -> None:
         super().__init__(conninfo=f"sqlite+aiosqlite:///{path}")
         self._step_writes: asyncio.Lock | None = None
+        self._extra_elements = extra_elements    # elements a thread gets back that are not stored here
 
     async def create_step(self, step_dict: Any) -> None:
         # Chainlit writes each update of a streamed message in its own task, and a step write is several
@@ -98,6 +104,23 @@ class SQLiteDataLayer(SQLAlchemyDataLayer):
             self._step_writes = asyncio.Lock()
         async with self._step_writes:
             await super().create_step(step_dict)
+
+    async def upsert_feedback(self, feedback: Any) -> str:
+        raise ValueError("ratings are kept in mindnet's feedback.jsonl: rate the answer with its Good answer or "
+                         "Bad answer button")
+
+    async def delete_feedback(self, feedback_id: str) -> bool:
+        return True
+
+    async def get_thread(self, thread_id: str) -> Any:
+        thread = await super().get_thread(thread_id)
+        if thread is None:
+            return None
+        for step in thread.get("steps") or []:
+            step["feedback"] = None    # a rating given with Chainlit's thumbs before: it must not show beside mindnet's
+        if self._extra_elements is not None:
+            thread["elements"] = [*(thread.get("elements") or []), *await self._extra_elements(dict(thread))]
+        return thread
 
     async def execute_sql(self, query: str, parameters: dict) -> Any:
         params = {k: json.dumps(v) if isinstance(v, list) else v for k, v in parameters.items()}
@@ -121,10 +144,12 @@ def enable_threads(cache_dir: Path, *, token_login: bool) -> Path:
     from chainlit.config import config
     from chainlit.utils import wrap_user_function
 
+    from mindnet.ui.rating import thread_ratings
+
     path = create_schema(threads_path(cache_dir))
 
     def open_layer() -> SQLiteDataLayer:
-        _open_layers.append(SQLiteDataLayer(path))
+        _open_layers.append(SQLiteDataLayer(path, extra_elements=thread_ratings))
         return _open_layers[-1]
     config.code.data_layer = open_layer
     if not token_login:
