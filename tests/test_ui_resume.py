@@ -127,16 +127,14 @@ def test_the_link_opens_the_thread_in_another_window_and_on_a_phone(browser: Bro
     assert url, first.url
     first.context.close()
     for name, viewport in (("02_link_desktop", DESKTOP), ("03_link_phone", MOBILE)):
-        ctx = browser.new_context(viewport=viewport)               # no local storage, the same (local) login
-        pg = ctx.new_page()
-        pg.set_default_timeout(TIMEOUT)
+        pg = open_page(browser, server, viewport)        # another window, logged in (the local user)
         reopen(pg, url)
         expect(pg.get_by_text("Was ist hybride Suche?", exact=True).first).to_be_visible(timeout=TIMEOUT)
         expect(pg.get_by_role("button", name="Good answer")).to_have_count(1, timeout=TIMEOUT)
         pg.locator("a.element-link", has_text="[1]").first.click()
         expect(pg.get_by_test_id("source-panel").first).to_be_visible(timeout=TIMEOUT)
         shot(pg, name)
-        ctx.close()
+        pg.context.close()
 
 
 # --------------------------------------------------------------------------- drafts and names
@@ -156,11 +154,8 @@ def test_a_reopened_interview_thread_shows_the_draft_editor_with_its_text(browse
     wait_for_store(server, lambda ts: any(t["id"] == tid and any(
         "Zitronenverbene" in (s.get(DRAFT_KEY) or {}).get("markdown", "") for s in t["steps"]) for t in ts),
         "the typed text")
-    url = pg.url
-    pg.context.close()
-
-    other = open_page(browser, server, DESKTOP)                      # another window: nothing kept in it
-    reopen(other, url)
+    other = pg
+    reopen(other, pg.url)
     restored = other.get_by_test_id("draft-text").last
     expect(restored).to_have_value(re.compile(r"Zitronenverbene nicht vergessen\s*$"), timeout=TIMEOUT)
     expect(other.get_by_test_id("draft-save").last).to_be_enabled()
@@ -169,7 +164,7 @@ def test_a_reopened_interview_thread_shows_the_draft_editor_with_its_text(browse
     expect(other.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
     wait_for_store(server, lambda ts: any(t["id"] == tid and any(
         (s.get(DRAFT_KEY) or {}).get("status") == "discarded" for s in t["steps"]) for t in ts), "the discard")
-    reopen(other, url)                                               # discarded stays discarded
+    reopen(other, other.url)                                         # discarded stays discarded
     expect(other.get_by_test_id("draft-status").last).to_contain_text("discarded", timeout=TIMEOUT)
     other.context.close()
 
@@ -208,7 +203,7 @@ def test_a_restored_draft_names_its_thread_by_the_note_not_by_an_action(browser:
      "Qdrant statt Chroma"),
     ("Neues Projekt anlegen", [{"title": "A"}], {"title": "Kräutergarten"}, "New note: Kräutergarten"),
     ("Was ist das hier eigentlich für eine sehr lange Frage ohne jede Quelle im Tresor?", [], None,
-     "Was ist das hier eigentlich für eine sehr lange Frage ohne j…"),
+     "Was ist das hier eigentlich für eine sehr lange Frage ohne…"),
     ("?", [], None, "Conversation"),
 ])
 def test_thread_title_is_the_topic(question: str, sources: list[dict[str, Any]], draft: dict[str, Any] | None,

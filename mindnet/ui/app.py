@@ -23,8 +23,8 @@ from mindnet.chat.welcome import starter_questions, welcome_text
 from mindnet.ui import render, threads
 from mindnet.ui import resume as thread_resume  # a thread's URL, name, and its turns rebuilt on resume
 from mindnet.ui import suggest as suggest_ui  # registers the draft editor's `draft_analyze` action
-from mindnet.ui.answer_view import AnswerView  # registers the `rate` action
-from mindnet.ui.draft_editor import open_draft  # registers the draft editor's actions
+from mindnet.ui.answer_view import AnswerView, answer_rating_actions  # registers the `rate` action
+from mindnet.ui.draft_editor import draft_props, open_draft  # registers the draft editor's actions
 from mindnet.ui.guard import readable, say_error
 from mindnet.ui.registry import get_mindnet
 
@@ -94,7 +94,8 @@ async def resume(thread: dict[str, Any]) -> None:
     condensing follow-ups) and each turn's panels, buttons and draft are rebuilt from them."""
     await cl.ChatSettings(settings_widgets()).send()
     cl.user_session.set("history", threads.resumed_history(thread.get("steps") or [], HISTORY_TURNS))
-    await thread_resume.rebuild(thread)     # source panels, rating buttons and the draft editor, as they were
+    # source panels, rating buttons and the draft editor, as they were
+    await thread_resume.rebuild(thread, rating_actions=answer_rating_actions, draft_props=draft_props)
     await cl.context.emitter.set_commands(COMMANDS)
 
 

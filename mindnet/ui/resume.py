@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import chainlit as cl
@@ -117,9 +117,11 @@ async def keep_draft(draft: Mapping[str, Any], status: str = "editing", detail: 
 # --------------------------------------------------------------------------- resume
 
 
-async def rebuild(thread: dict[str, Any]) -> None:
+async def rebuild(thread: dict[str, Any], *, rating_actions: Callable[[str, int], list[cl.Action]],
+                  draft_props: Callable[[dict[str, Any], str, str], dict[str, Any]]) -> None:
     """Put back what the data layer does not store: each answer's source panels (added to the thread's
-    elements, which Chainlit shows with it), its rating buttons, and the thread's last draft in its editor."""
+    elements, which Chainlit shows with it), its rating buttons (`rating_actions(query_id, score)`), and the
+    thread's last draft in its editor (`draft_props(draft, status, detail)`)."""
     steps = sorted(thread.get("steps") or [], key=lambda s: s.get("createdAt") or "")
     cl.user_session.set("thread_named", bool(thread.get("name")))
     cl.user_session.set("thread_url_shown", True)           # opened by its URL
@@ -129,8 +131,6 @@ async def rebuild(thread: dict[str, Any]) -> None:
     records = await asyncio.to_thread(lambda: list(get_mindnet().logs.feedback.read())) if query_ids else []
     ratings = latest_ratings(records, query_ids)
     elements: list[dict[str, Any]] = list(thread.get("elements") or [])
-    from mindnet.ui.answer_view import answer_rating_actions  # here: answer_view imports this module
-
     last_sources: list[dict[str, Any]] = []
     for step, turn in turns:
         query_id = str(turn.get("query_id") or "")
@@ -141,7 +141,7 @@ async def rebuild(thread: dict[str, Any]) -> None:
                                      props=shown, for_id=step["id"])
             elements.append(panel.to_dict())
         if query_id:
-            for action in answer_rating_actions(query_id, ratings.get((query_id, GENERATED_ANSWER), 0)):
+            for action in rating_actions(query_id, ratings.get((query_id, GENERATED_ANSWER), 0)):
                 await action.send(for_id=step["id"])
         last_sources = [{"path": p.get("path"), "note_id": p.get("node_id")} for p in panels] or last_sources
     if last_sources:
@@ -150,14 +150,13 @@ async def rebuild(thread: dict[str, Any]) -> None:
     drafts = [(s, d) for s, d in drafts if isinstance(d, dict)]
     cl.user_session.set("draft", None)
     if drafts:
-        elements.append(await reopen_draft(*drafts[-1]))
+        elements.append(reopen_draft(*drafts[-1], draft_props))
     thread["elements"] = elements
 
 
-async def reopen_draft(step: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+def reopen_draft(step: dict[str, Any], stored: dict[str, Any],
+                 draft_props: Callable[[dict[str, Any], str, str], dict[str, Any]]) -> dict[str, Any]:
     """The thread's last draft in its editor, as it was left: editable again, or saved / discarded."""
-    from mindnet.ui.draft_editor import draft_props
-
     status = "saved" if stored.get("status") == "saved" else "discarded" if stored.get("status") == "discarded" \
         else "editing"
     draft = {k: v for k, v in stored.items() if k not in ("status", "detail")}
