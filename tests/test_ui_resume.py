@@ -142,6 +142,7 @@ def test_the_link_opens_the_thread_in_another_window_and_on_a_phone(browser: Bro
 
 def test_a_reopened_interview_thread_shows_the_draft_editor_with_its_text(browser: Browser,  # noqa: F811
                                                                          server: ChatServer) -> None:
+    typed = "Zitronenverbene nicht vergessen"
     pg = open_page(browser, server, DESKTOP)
     ask(pg, NEW_NOTE)
     editor = pg.get_by_test_id("draft-text").last
@@ -149,22 +150,25 @@ def test_a_reopened_interview_thread_shows_the_draft_editor_with_its_text(browse
     tid = thread_id(pg)
     editor.focus()
     editor.press("Control+End")
-    editor.press_sequentially("\nZitronenverbene nicht vergessen")
+    editor.press_sequentially("\n" + typed)
     pg.get_by_text(NEW_NOTE, exact=True).first.click()               # leave the editor: its text is sent
     wait_for_store(server, lambda ts: any(t["id"] == tid and any(
-        "Zitronenverbene" in (s.get(DRAFT_KEY) or {}).get("markdown", "") for s in t["steps"]) for t in ts),
+        (s.get(DRAFT_KEY) or {}).get("markdown", "").rstrip().endswith(typed) for s in t["steps"]) for t in ts),
         "the typed text")
-    other = pg
-    reopen(other, pg.url)
+    url = pg.url
+    pg.context.close()
+
+    other = open_page(browser, server, DESKTOP)        # another window: nothing of the draft kept in the browser
+    reopen(other, url)
     restored = other.get_by_test_id("draft-text").last
-    expect(restored).to_have_value(re.compile(r"Zitronenverbene nicht vergessen\s*$"), timeout=TIMEOUT)
+    expect(restored).to_have_value(re.compile(typed + r"\s*$"), timeout=TIMEOUT)
     expect(other.get_by_test_id("draft-save").last).to_be_enabled()
     shot(other, "04_draft_thread_reopened")
     other.get_by_test_id("draft-discard").last.click()
     expect(other.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
     wait_for_store(server, lambda ts: any(t["id"] == tid and any(
         (s.get(DRAFT_KEY) or {}).get("status") == "discarded" for s in t["steps"]) for t in ts), "the discard")
-    reopen(other, other.url)                                         # discarded stays discarded
+    reopen(other, url)                                               # discarded stays discarded
     expect(other.get_by_test_id("draft-status").last).to_contain_text("discarded", timeout=TIMEOUT)
     other.context.close()
 
