@@ -15,7 +15,7 @@ from chainlit.utils import utc_now
 
 from mindnet.chat.engine import ChatRequest, ChatResponse
 from mindnet.logs import GENERATED_ANSWER
-from mindnet.ui import render
+from mindnet.ui import render, resume
 from mindnet.ui.guard import readable, say_error
 from mindnet.ui.rating import send_rating
 from mindnet.ui.registry import get_mindnet
@@ -63,6 +63,7 @@ class AnswerView:
                 await asyncio.shield(self.how.update())
             if self.message is not None:     # one message says it was stopped, and it can still be rated
                 self.message.content = self.content(writing=False, stopped=True)
+                self.message.metadata = self.turn_metadata()
                 await asyncio.shield(self.message.update())
                 if self.query_id:
                     await asyncio.shield(send_rating(self.message.id, self.query_id))
@@ -70,6 +71,12 @@ class AnswerView:
         if self.failure:
             await say_error("Chat problem", self.failure, actions=[retry_action(self.request.message)])
         return None
+
+    def turn_metadata(self) -> dict[str, Any]:
+        """What a resumed thread needs to show this answer again: its source panels and its query_id."""
+        panels = [render.source_props(i, h, query=self.request.message, query_id=self.query_id)
+                  for i, h in enumerate(self.sources, 1)]
+        return resume.turn_metadata(panels, query_id=self.query_id, question=self.request.message)
 
     async def on_event(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "intent":
@@ -148,14 +155,14 @@ class AnswerView:
         content = self.content(notice=notice, cut_off=response.cut_off, writing=False)
         if self.message is None:
             elements = source_elements(self.sources, question=self.request.message, query_id=self.query_id)
-            self.message = cl.Message(content=content, elements=elements, metadata={"query_id": self.query_id})
+            self.message = cl.Message(content=content, elements=elements, metadata=self.turn_metadata())
             await self.message.send()
             await self.rating()
             if elements:
                 await show_sources_panel(elements, self.query_id, self.request.message)
             return
         self.message.content = content
-        self.message.metadata = {"query_id": self.query_id}     # a resumed thread finds its rating by it
+        self.message.metadata = self.turn_metadata()     # a resumed thread rebuilds the turn from it
         self.message.actions = [retry_action(self.request.message)] if self.failure else []
         await self.message.update()
         await self.rating()

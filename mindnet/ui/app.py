@@ -21,9 +21,10 @@ from pydantic import ValidationError
 
 from mindnet.chat.welcome import starter_questions, welcome_text
 from mindnet.ui import render, threads
+from mindnet.ui import resume as thread_resume  # a thread's URL, name, and its turns rebuilt on resume
 from mindnet.ui import suggest as suggest_ui  # registers the draft editor's `draft_analyze` action
 from mindnet.ui.answer_view import AnswerView  # registers the `rate` action
-from mindnet.ui.draft_editor import open_draft  # registers the draft editor's actions
+from mindnet.ui.draft_editor import draft_props, open_draft  # registers the draft editor's actions
 from mindnet.ui.guard import readable, say_error
 from mindnet.ui.registry import get_mindnet
 
@@ -89,10 +90,12 @@ async def start() -> None:
 @cl.on_chat_resume
 @readable
 async def resume(thread: dict[str, Any]) -> None:
-    """A thread reopened from the sidebar: Chainlit shows its messages; the chat history (for condensing
-    follow-ups) is rebuilt from them."""
+    """A thread reopened from the sidebar or its URL: Chainlit shows its messages; the chat history (for
+    condensing follow-ups) and each turn's panels, buttons and draft are rebuilt from them."""
     await cl.ChatSettings(settings_widgets()).send()
     cl.user_session.set("history", threads.resumed_history(thread.get("steps") or [], HISTORY_TURNS))
+    # source panels and the draft editor, as they were (the ratings come back through the data layer)
+    await thread_resume.rebuild(thread, draft_props=draft_props)
     await cl.context.emitter.set_commands(COMMANDS)
 
 
@@ -148,6 +151,7 @@ async def answer(text: str) -> None:
     cl.user_session.set("history", history)
     if response.draft:
         await open_draft({**response.draft, "draft_id": str(uuid.uuid4()), "query_id": response.query_id})
+    await thread_resume.after_answer(request.message, response.sources, response.draft)   # topic name, thread URL
 
 
 # --------------------------------------------------------------------------- commands

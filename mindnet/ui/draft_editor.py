@@ -11,7 +11,7 @@ from typing import Any
 import chainlit as cl
 
 from mindnet.errors import DraftConflictError, DraftError, VaultWriteError
-from mindnet.ui import render
+from mindnet.ui import render, resume
 from mindnet.ui.draft_conflict import CHOICES, OTHER_CHOICES, conflict_actions, conflict_props, conflict_sentence
 from mindnet.ui.escaping import code_span
 from mindnet.ui.guard import readable, say_error
@@ -25,8 +25,12 @@ async def open_draft(draft: dict[str, Any], intro: str = "Draft") -> None:
     cl.user_session.set("draft_element", element)
     title = render.escape(draft.get("title") or "draft")
     kind = render.escape(draft.get("note_type"))
-    # the editor's own buttons (Save to vault / Download / Discard) call the draft_* actions with its text
-    await cl.Message(content=f"{intro} **{title}** ({kind}) - edit it, then save.", elements=[element]).send()
+    # the editor's own buttons (Save to vault / Download / Discard) call the draft_* actions with its text;
+    # the draft travels in the message's metadata, so a resumed thread reopens it (`resume.keep_draft`)
+    message = cl.Message(content=f"{intro} **{title}** ({kind}) - edit it, then save.", elements=[element],
+                         metadata={resume.DRAFT_KEY: {**draft, "status": "editing", "detail": ""}})
+    cl.user_session.set("draft_message", message)
+    await message.send()
 
 
 MAX_RESTORED = 1_000_000   # characters of a draft the browser hands back after a reload
@@ -46,6 +50,7 @@ async def on_window_message(data: Any) -> None:
              "note_type": str(kept.get("note_type") or "")[:64], "title": str(kept.get("title") or "")[:300],
              "warnings": [str(w)[:300] for w in kept.get("warnings") or [] if isinstance(w, str)][:20]}
     await open_draft(draft, intro="Restored your unsaved draft")
+    await resume.name_thread(resume.thread_title("", [], draft))   # not after the editor's first action
 
 
 def draft_props(draft: dict[str, Any], status: str = "editing", detail: str = "",
@@ -73,11 +78,15 @@ async def show_draft_status(draft: dict[str, Any], status: str, detail: str = ""
     if element is not None:
         element.props = draft_props(draft, status, detail, conflict)
         await element.update()
+    await resume.keep_draft(draft, status if status in ("saved", "discarded") else "editing",
+                            detail if status == "saved" else "")
 
 
 @cl.action_callback("draft_update")
 async def on_draft_update(action: cl.Action) -> dict[str, Any]:
     draft = current_draft(action.payload)
+    if draft is not None:
+        await resume.keep_draft(draft)
     return {"stored": draft is not None}
 
 

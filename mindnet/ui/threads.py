@@ -4,7 +4,8 @@ Chainlit stores users, threads, steps (messages) and feedback through its data l
 in the sidebar, so they can be resumed. It ships no schema for SQLite: `create_schema` creates the tables it
 writes to, idempotently, at start-up. Chainlit lists threads only for a logged-in user: without
 MINDNET_API_TOKEN (the token login), the one local user is logged in automatically through header auth.
-Source panels and other elements are not stored (that needs a blob store); the messages and steps are.
+Source panels and other elements are not stored (that needs a blob store); the messages and steps are, with
+what `resume` needs to rebuild a turn in their metadata.
 Ratings are not kept here: mindnet's rating (`rating.py`) writes feedback.jsonl, so this data layer stores no
 Chainlit feedback and gives none back (old rows in `feedbacks` stay unused); a thread comes back with each
 answer's rating element instead, built from feedback.jsonl.
@@ -121,6 +122,15 @@ class SQLiteDataLayer(SQLAlchemyDataLayer):
         if self._extra_elements is not None:
             thread["elements"] = [*(thread.get("elements") or []), *await self._extra_elements(dict(thread))]
         return thread
+
+    async def update_thread(self, thread_id: str, name: str | None = None, user_id: str | None = None,
+                            metadata: dict | None = None, tags: list[str] | None = None) -> None:
+        # Chainlit names a thread after its first interaction; when that is a button, the name is the action's
+        # ("draft_analyze" after a restored draft): not a name for a conversation. mindnet names it by its topic.
+        from chainlit.config import config
+        if name is not None and name in config.code.action_callbacks:
+            name = None
+        await super().update_thread(thread_id, name=name, user_id=user_id, metadata=metadata, tags=tags)
 
     async def execute_sql(self, query: str, parameters: dict) -> Any:
         params = {k: json.dumps(v) if isinstance(v, list) else v for k, v in parameters.items()}

@@ -9,6 +9,9 @@
 //    button, not as a bubble thousands of pixels tall that pushes the answer out of sight.
 // 5. On Stop, Chainlit adds a message of its own ("Task manually stopped.", fixed English); the stopped answer
 //    already says "stopped by you" and keeps its sources and rating: one message, not two.
+// 6. Each conversation has its own URL: mounted under /ui, Chainlit keeps the address at /ui/ (it moves to
+//    /thread/<id> only when served at "/"), so a reload opened an empty chat. After the first answer the server
+//    sends the thread's id (mindnet/ui/resume.py); the address becomes <root>/thread/<id>, told to the router.
 (function () {
   "use strict";
   var NARROW = 768; // Chainlit's own mobile breakpoint
@@ -118,6 +121,17 @@
       if (body.textContent.trim() === CHAINLIT_STOPPED) steps[i].hidden = true;
     }
   }
+
+  // 6. the thread's own URL
+  window.addEventListener("message", function (e) {
+    var d = e.data;
+    if (e.source !== window || !d || d.mindnet !== "thread" || !/^[0-9a-f-]{36}$/.test(String(d.thread_id))) return;
+    var base = window.location.pathname.replace(/\/(thread\/[^/]*)?\/?$/, "");
+    var url = base + "/thread/" + d.thread_id;
+    if (window.location.pathname === url) return;
+    window.history.replaceState(window.history.state, "", url);
+    window.dispatchEvent(new PopStateEvent("popstate", { state: window.history.state }));
+  });
 
   new MutationObserver(function () {
     closeAutoOpenedDrawer();

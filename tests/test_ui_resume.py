@@ -1,0 +1,222 @@
+"""Conversations that come back whole, in headless Chromium against a real `mindnet serve` (fake Ollama): each
+thread has its own URL, a reload or the link in another window reopens it with its source panels, "why", rating
+buttons (and the ratings given) and its draft editor, and threads are named by topic, never by a button's action.
+Screenshots: test-artifacts/ui_resume_*.png.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers_ui import ANSWER, ChatServer
+from playwright.sync_api import Browser, Page, expect
+from test_ui_browser import ARTIFACTS, DESKTOP, MOBILE, TIMEOUT, ask, browser, last_answer, open_page  # noqa: F401
+
+from mindnet.logs import GENERATED_ANSWER
+from mindnet.ui.resume import DRAFT_KEY, TURN_KEY, latest_ratings, thread_title
+
+pytestmark = pytest.mark.browser
+
+THREAD_URL = re.compile(r"/ui/thread/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+QUESTION = "Warum habe ich Qdrant gewählt?"
+NEW_NOTE = "Neues Projekt anlegen: Kräutergarten auf dem Balkon"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatServer]:
+    srv = ChatServer(tmp_path_factory.mktemp("ui_resume")).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def page(browser: Browser, server: ChatServer) -> Iterator[Page]:  # noqa: F811
+    ARTIFACTS.mkdir(exist_ok=True)
+    pg = open_page(browser, server, DESKTOP)
+    yield pg
+    pg.context.close()
+
+
+def shot(pg: Page, name: str) -> None:
+    pg.screenshot(path=str(ARTIFACTS / f"ui_resume_{name}.png"), full_page=True)
+
+
+def stored_threads(server: ChatServer) -> list[dict[str, Any]]:
+    """The threads in the server's data/threads.sqlite, with their steps' metadata."""
+    with sqlite3.connect(server.root / "threads.sqlite") as db:
+        db.row_factory = sqlite3.Row
+        threads = [dict(r) for r in db.execute('SELECT "id", "name", "userId" FROM threads')]
+        for t in threads:
+            t["steps"] = [json.loads(r[0] or "{}") for r in
+                          db.execute('SELECT "metadata" FROM steps WHERE "threadId" = ?', (t["id"],))]
+    return threads
+
+
+def wait_for_store(server: ChatServer, found: Any, what: str, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """Wait until the thread store holds what `found(threads)` looks for (writes run after the screen shows)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        threads = stored_threads(server)
+        if found(threads):
+            return threads
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the thread store never held {what}: {threads}")
+        time.sleep(0.2)
+
+
+def thread_id(pg: Page) -> str:
+    expect(pg).to_have_url(THREAD_URL, timeout=TIMEOUT)
+    return pg.url.rsplit("/", 1)[-1]
+
+
+def reopen(pg: Page, url: str) -> None:
+    pg.goto(url, wait_until="domcontentloaded")
+    pg.locator("#chat-settings-open-modal").wait_for(timeout=TIMEOUT)   # sent by on_chat_resume
+
+
+# --------------------------------------------------------------------------- URL, panels, ratings
+
+
+def test_a_reload_reopens_the_thread_with_its_sources_why_and_ratings(page: Page, server: ChatServer) -> None:
+    ask(page, QUESTION)
+    tid = thread_id(page)                                     # the address is the thread's own, at once
+    top = re.search(r"\[1\] (.+?)(?: \(.*\))? · ", last_answer(page).inner_text())   # the top source's title
+    assert top, last_answer(page).inner_text()
+    wait_for_store(server, lambda ts: any(t["id"] == tid and any(TURN_KEY in s for s in t["steps"]) for t in ts),
+                   "the answer's sources")
+    page.reload(wait_until="domcontentloaded")
+    page.locator("#chat-settings-open-modal").wait_for(timeout=TIMEOUT)
+    expect(page).to_have_url(THREAD_URL)
+    expect(page.get_by_text(QUESTION, exact=True).first).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(ANSWER[:30], exact=False)).to_have_count(1, timeout=TIMEOUT)
+    page.locator("a.element-link", has_text="[1]").first.click()      # "[1]" links its source again
+    panel = page.get_by_test_id("source-panel").first
+    expect(panel.get_by_test_id("source-title")).to_have_text(re.compile(r"^\[1\] "), timeout=TIMEOUT)
+    expect(panel.get_by_test_id("source-why")).to_contain_text("Why this source")
+    assert re.search(r"semantic [\d.]+ \+ links [\d.]+ \+ centrality [\d.]+ = [\d.]+",
+                     panel.get_by_test_id("source-breakdown").inner_text())
+    panel.get_by_test_id("source-up").click()
+    expect(panel.get_by_test_id("source-up")).to_have_attribute("aria-pressed", "true", timeout=TIMEOUT)
+    page.get_by_role("button", name="Good answer").click()            # the rating buttons work again
+    expect(page.get_by_role("button", name="Good answer ✓")).to_have_count(1, timeout=TIMEOUT)
+    shot(page, "01_reloaded_thread")
+    assert server.feedback_report()["answers"]["count"] == 1
+
+    page.reload(wait_until="domcontentloaded")                        # the ratings given come back too
+    page.locator("#chat-settings-open-modal").wait_for(timeout=TIMEOUT)
+    expect(page.get_by_role("button", name="Good answer ✓")).to_have_count(1, timeout=TIMEOUT)
+    page.locator("a.element-link", has_text="[1]").first.click()
+    expect(page.get_by_test_id("source-up").first).to_have_attribute("aria-pressed", "true", timeout=TIMEOUT)
+    named = wait_for_store(server, lambda ts: any(t["id"] == tid and t["name"] for t in ts), "a name")
+    assert [t["name"] for t in named if t["id"] == tid] == [top.group(1)]      # named by its topic: the top source
+
+
+def test_the_link_opens_the_thread_in_another_window_and_on_a_phone(browser: Browser,  # noqa: F811
+                                                                     server: ChatServer) -> None:
+    first = open_page(browser, server, DESKTOP)
+    ask(first, "Was ist hybride Suche?")
+    url = first.url if THREAD_URL.search(first.url) else ""
+    assert url, first.url
+    first.context.close()
+    for name, viewport in (("02_link_desktop", DESKTOP), ("03_link_phone", MOBILE)):
+        pg = open_page(browser, server, viewport)        # another window, logged in (the local user)
+        reopen(pg, url)
+        expect(pg.get_by_text("Was ist hybride Suche?", exact=True).first).to_be_visible(timeout=TIMEOUT)
+        expect(pg.get_by_role("button", name="Good answer")).to_have_count(1, timeout=TIMEOUT)
+        pg.locator("a.element-link", has_text="[1]").first.click()
+        expect(pg.get_by_test_id("source-panel").first).to_be_visible(timeout=TIMEOUT)
+        shot(pg, name)
+        pg.context.close()
+
+
+# --------------------------------------------------------------------------- drafts and names
+
+
+def test_a_reopened_interview_thread_shows_the_draft_editor_with_its_text(browser: Browser,  # noqa: F811
+                                                                         server: ChatServer) -> None:
+    typed = "Zitronenverbene nicht vergessen"
+    pg = open_page(browser, server, DESKTOP)
+    ask(pg, NEW_NOTE)
+    editor = pg.get_by_test_id("draft-text").last
+    editor.wait_for(timeout=TIMEOUT)
+    tid = thread_id(pg)
+    editor.focus()
+    editor.press("Control+End")
+    editor.press_sequentially("\n" + typed)
+    pg.get_by_text(NEW_NOTE, exact=True).first.click()               # leave the editor: its text is sent
+    wait_for_store(server, lambda ts: any(t["id"] == tid and any(
+        (s.get(DRAFT_KEY) or {}).get("markdown", "").rstrip().endswith(typed) for s in t["steps"]) for t in ts),
+        "the typed text")
+    url = pg.url
+    pg.context.close()
+
+    other = open_page(browser, server, DESKTOP)        # another window: nothing of the draft kept in the browser
+    reopen(other, url)
+    restored = other.get_by_test_id("draft-text").last
+    expect(restored).to_have_value(re.compile(typed + r"\s*$"), timeout=TIMEOUT)
+    expect(other.get_by_test_id("draft-save").last).to_be_enabled()
+    shot(other, "04_draft_thread_reopened")
+    other.get_by_test_id("draft-discard").last.click()
+    expect(other.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
+    wait_for_store(server, lambda ts: any(t["id"] == tid and any(
+        (s.get(DRAFT_KEY) or {}).get("status") == "discarded" for s in t["steps"]) for t in ts), "the discard")
+    reopen(other, url)                                               # discarded stays discarded
+    expect(other.get_by_test_id("draft-status").last).to_contain_text("discarded", timeout=TIMEOUT)
+    other.context.close()
+
+
+def test_a_restored_draft_names_its_thread_by_the_note_not_by_an_action(browser: Browser,  # noqa: F811
+                                                                        server: ChatServer) -> None:
+    pg = open_page(browser, server, DESKTOP)
+    ask(pg, NEW_NOTE)
+    editor = pg.get_by_test_id("draft-text").last
+    editor.focus()
+    editor.press("Control+End")
+    editor.press_sequentially("\nSalbei")                          # kept in this browser
+    pg.goto(f"{server.url}/ui/", wait_until="domcontentloaded")     # a new chat: the draft is handed back
+    expect(pg.get_by_text("Restored your unsaved draft", exact=False).first).to_be_visible(timeout=TIMEOUT)
+    pg.get_by_test_id("draft-text").last.press_sequentially(" und Thymian")   # its first action starts the thread
+    wait_for_store(server, lambda ts: any(t["name"] == "New note: Kräutergarten" and t["userId"] for t in ts),
+                   "the restored draft's thread")
+    pg.reload(wait_until="domcontentloaded")
+    listed = pg.locator('a[href*="/thread/"]')
+    expect(listed.first).to_be_visible(timeout=TIMEOUT)
+    names = listed.all_inner_texts()
+    shot(pg, "05_thread_list")
+    assert any("New note: Kräutergarten" in n for n in names), names
+    assert not any(n.strip().startswith(NEW_NOTE[:20]) for n in names), names    # not the question itself
+    assert all("draft_" not in n for n in names), names
+    assert all(not (t["name"] or "").startswith("draft_") for t in stored_threads(server))
+    pg.get_by_test_id("draft-discard").last.click()
+    pg.context.close()
+
+
+# --------------------------------------------------------------------------- the pieces, without a browser
+
+
+@pytest.mark.parametrize(("question", "sources", "draft", "title"), [
+    ("Warum habe ich Qdrant gewählt?", [{"title": "Qdrant statt Chroma"}, {"title": "B"}], None,
+     "Qdrant statt Chroma"),
+    ("Neues Projekt anlegen", [{"title": "A"}], {"title": "Kräutergarten"}, "New note: Kräutergarten"),
+    ("Was ist das hier eigentlich für eine sehr lange Frage ohne jede Quelle im Tresor?", [], None,
+     "Was ist das hier eigentlich für eine sehr lange Frage ohne…"),
+    ("?", [], None, "Conversation"),
+])
+def test_thread_title_is_the_topic(question: str, sources: list[dict[str, Any]], draft: dict[str, Any] | None,
+                                   title: str) -> None:
+    assert thread_title(question, sources, draft) == title
+
+
+def test_latest_ratings_keep_the_last_score_of_the_thread_s_searches() -> None:
+    records = [{"query_id": "q1", "node_id": GENERATED_ANSWER, "score": 5}, {"query_id": "q1", "score": 1},
+               {"query_id": "q1", "node_id": "n1", "score": 5}, {"query_id": "q2", "node_id": "n1", "score": 1},
+               {"query_id": "q1", "node_id": "n2", "score": "bad"}]
+    assert latest_ratings(records, {"q1"}) == {("q1", GENERATED_ANSWER): 1, ("q1", "n1"): 5}
