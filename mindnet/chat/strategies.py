@@ -17,6 +17,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore
 from pydantic import PrivateAttr
 
+from mindnet.chat import import_notice
 from mindnet.chat.context import ChatServices, Turn
 from mindnet.chat.input_limits import fit_search_text
 from mindnet.chat.llm import LLMGate, interrupted_notice, unavailable_notice
@@ -244,9 +245,16 @@ class RagStrategyEngine(StrategyEngine):
                  "inject": None if injected is None else {"types": list(self.strategy.inject_types),
                                                           "hits": len(injected.nodes), "trace": injected.trace},
                  "merged": {"primary": len(primary.nodes), "injected": len(nodes) - len(primary.nodes)}}
+        progress = s.progress() if s.progress is not None else {}
+        importing = import_notice.searched_line(progress, unembedded=int(primary.trace.get("unembedded_chunks") or 0))
         base = {"query_id": query_id, "intent": self.name, "reason": turn.reason, "sources": sources, "trace": trace,
-                "input_notice": input_notice}
+                "input_notice": input_notice, "import_notice": importing}
+        if importing:   # an import runs: say what was searched
+            yield ChatEvent(kind="import_notice", data={"message": importing})
         yield ChatEvent(kind="sources", data={"query_id": query_id, "sources": sources})
+        if importing and not sources and import_notice.running(progress):   # not "nothing in your notes"
+            yield done(ChatResponse(answer=import_notice.still_reading_answer(progress), **base))
+            return
 
         status = await s.gate.astatus()
         if not status.available:
@@ -256,7 +264,10 @@ class RagStrategyEngine(StrategyEngine):
             return
         yield ChatEvent(kind="generation", data={"model": s.gate.model})
         pieces: list[str] = []
-        prompt = self.generation_prompt(context_str=context_block(sources), query_str=search_text)
+        context = context_block(sources)
+        if importing and import_notice.running(progress):
+            context = f"{import_notice.prompt_hint(progress)}\n\n{context}"
+        prompt = self.generation_prompt(context_str=context, query_str=search_text)
         try:
             async for piece in s.gate.astream(prompt, system=self.system_prompt):
                 pieces.append(piece)
@@ -271,7 +282,10 @@ class RagStrategyEngine(StrategyEngine):
             yield done(ChatResponse(answer=passages_answer(sources, notice), generation_available=False,
                                     notice=notice, **base))
             return
-        yield done(ChatResponse(answer="".join(pieces).strip(), **base))
+        answer = "".join(pieces).strip()
+        if importing and import_notice.running(progress):
+            answer = import_notice.without_nothing_claim(answer, progress)
+        yield done(ChatResponse(answer=answer, **base))
 
 
 def done(response: ChatResponse) -> ChatEvent:
