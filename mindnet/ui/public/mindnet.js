@@ -9,9 +9,15 @@
 //    button, not as a bubble thousands of pixels tall that pushes the answer out of sight.
 // 5. On Stop, Chainlit adds a message of its own ("Task manually stopped.", fixed English); the stopped answer
 //    already says "stopped by you" and keeps its sources and rating: one message, not two.
+// 6. The import strip (import_strip.js, beside this file): how far a running import is, on every page.
 (function () {
   "use strict";
   var NARROW = 768; // Chainlit's own mobile breakpoint
+
+  // 6. the import strip
+  var strip = document.createElement("script");
+  strip.src = new URL("import_strip.js", document.currentScript ? document.currentScript.src : window.location.href).href;
+  document.head.appendChild(strip);
 
   // 1. commands run at once
   function menuOpen() {
