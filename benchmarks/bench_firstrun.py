@@ -97,16 +97,16 @@ def measure(*, generated: int, latency: float, timeout: float) -> dict[str, Any]
 
 
 def _ask(page: Any, text: str, t0: float, *, importing: bool) -> dict[str, Any]:
-    rated = page.get_by_role("button", name="Good answer")
-    before = rated.count()
+    answers = page.locator("[data-step-type=assistant_message]")
+    before = answers.count()
     composer = page.locator("#chat-input")
     composer.click()
     composer.fill(text)
     page.locator("#chat-submit").click()
-    rated.nth(before).wait_for()
-    page.locator("#stop-button").wait_for(state="detached")
+    answers.nth(before).wait_for()
+    page.wait_for_function("!document.getElementById('stop-button')")
     at = round(time.monotonic() - t0, 2)
-    answer = page.locator(".step").filter(has=rated).last.inner_text()
+    answer = answers.last.inner_text()
     searched = next((line.strip("⚠ ").strip() for line in answer.splitlines() if "Searched" in line), None)
     return {"at_s": at, "importing": importing or searched is not None, "sources": "Sources" in answer,
             "claims_nothing": NOTHING in answer, "searched": searched}

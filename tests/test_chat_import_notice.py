@@ -9,6 +9,7 @@ from helpers_chat import chat_mindnet
 from mindnet.chat import import_notice
 from mindnet.chat.engine import ChatRequest
 from mindnet.chat.welcome import welcome_text
+from mindnet.errors import EmptyIndexError
 
 PHASE1 = {"phase": "notes", "running": True, "notes": 173, "notes_written": 16, "notes_to_write": 173,
           "texts_total": 40, "texts_embedded": 0}
@@ -81,3 +82,22 @@ async def test_answer_during_an_import_says_what_it_searched_and_not_nothing_in_
     fake_ollama.script(["Dazu steht nichts in deinen Notizen."])
     after = await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
     assert (after.import_notice, after.answer) == (None, "Dazu steht nichts in deinen Notizen.")
+
+
+async def test_answer_before_the_first_import_wrote_a_note_says_the_notes_are_being_read(tmp_path, fake_ollama):
+    from mindnet.service import Mindnet
+    from mindnet.settings import Settings
+    m = Mindnet(Settings(embedding="ollama", ollama_url=fake_ollama.url, llm_model="phi3:mini",
+                         qdrant_path=tmp_path / "q", cache_dir=tmp_path / "c", log_dir=tmp_path / "logs",
+                         vault_root=tmp_path, llm_timeout=5))
+    try:
+        m.progress.update(writing=True, ran=True, notes_total=173, notes_to_write=173, notes_written=0)
+        response = await m.chat.achat(ChatRequest(message="Was ist Qdrant?"))
+        assert response.answer.startswith("Your notes are still being imported (0 of 173 notes read so far)")
+        assert response.import_notice.startswith("Searched 0 of 173 notes")
+        assert fake_ollama.count("/api/chat") == 0           # no model asked: nothing to answer from
+        m.progress.update(writing=False)
+        with pytest.raises(EmptyIndexError):
+            await m.chat.achat(ChatRequest(message="Was ist Qdrant?"))
+    finally:
+        m.close()

@@ -23,7 +23,7 @@ from mindnet.chat.input_limits import fit_search_text
 from mindnet.chat.llm import LLMGate, interrupted_notice, unavailable_notice
 from mindnet.chat.models import ChatEvent, ChatRequest, ChatResponse, ChatTurn, format_history
 from mindnet.chat.prompts import load_prompt
-from mindnet.errors import LLMUnavailableError
+from mindnet.errors import EmptyIndexError, LLMUnavailableError
 from mindnet.retrieval.query import ExpandRequest, Filters, QueryRequest
 from mindnet.retrieval.results import hit_dict, shown_name
 from mindnet.retrieval.retriever import RetrievalResult
@@ -232,7 +232,16 @@ class RagStrategyEngine(StrategyEngine):
         if input_notice:
             yield ChatEvent(kind="input_notice", data={"message": input_notice, "searched_chars": len(search_text)})
         primary_req, inject_req = self._requests(turn, search_text)
-        primary = await s.retriever.asearch(primary_req)
+        try:
+            primary = await s.retriever.asearch(primary_req)
+        except EmptyIndexError:   # the first import has not written a note yet: not "import your vault first"
+            progress = s.progress() if s.progress is not None else {}
+            if not import_notice.running(progress):
+                raise
+            yield done(ChatResponse(query_id="", answer=import_notice.still_reading_answer(progress),
+                                    intent=self.name, reason=turn.reason, input_notice=input_notice,
+                                    import_notice=import_notice.searched_line(progress, unembedded=0)))
+            return
         injected = await s.retriever.asearch(inject_req) if inject_req is not None else None
         results = [primary] if injected is None else [primary, injected]
         nodes = merge_nodes(primary.nodes, injected.nodes if injected else [])
