@@ -105,6 +105,9 @@ def _ask(page: Any, text: str, t0: float, *, importing: bool) -> dict[str, Any]:
     page.locator("#chat-submit").click()
     answers.nth(before).wait_for()
     page.wait_for_function("!document.getElementById('stop-button')")
+    page.wait_for_function("(n) => { const a = document.querySelectorAll('[data-step-type=assistant_message]'); "
+                           "return a.length > n && !a[a.length - 1].textContent.includes('writing the answer'); }",
+                           arg=before)
     at = round(time.monotonic() - t0, 2)
     answer = answers.last.inner_text()
     searched = next((line.strip("⚠ ").strip() for line in answer.splitlines() if "Searched" in line), None)
