@@ -357,7 +357,7 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         from mindnet.chat.engine import ChatEngine
         from mindnet.chat.llm import LLMGate
         services = ChatServices(settings=self.settings, retriever=self.retriever, gate=LLMGate(settings=self.settings),
-                                record=self.record, logs=self.logs)
+                                record=self.record, logs=self.logs, progress=self.progress.as_dict)
         return ChatEngine.from_services(services)
 
     def indexed_notes(self) -> list[dict]:

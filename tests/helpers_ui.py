@@ -141,3 +141,51 @@ class ChatServer:
         import json
         path = self.log_dir / name
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# --------------------------------------------------------------------------- a first run (the import strip)
+
+def generated_notes(count: int) -> dict[str, str]:
+    """`count` small notes (a few chunks each) that make an import take a while: vault-relative path -> text."""
+    notes = {}
+    for i in range(count):
+        body = "\n\n".join(f"## Abschnitt {k}\n\nNotiz {i} Abschnitt {k}: Gartenarbeit, Kompost und Beete, "
+                           f"Eintrag {i * 7 + k}." for k in range(3))
+        head = f"---\ntitle: Notiz {i:03d}\ntype: concept\n---\n# Notiz {i:03d}\n\n"
+        notes[f"generated/notiz-{i:03d}.md"] = f"{head}{body}\n"
+    return notes
+
+
+class FreshVaultServer(ChatServer):
+    """`mindnet serve` on a vault never imported: the server imports it itself (and watches it), as on a first
+    run. `latency` makes every call of the fake Ollama (embeddings included) take that long."""
+
+    def __init__(self, root: Path, *, latency: float = 0.0) -> None:
+        super().__init__(root)
+        self.ollama.latency = latency
+        self.started_at = 0.0    # time.monotonic() when `mindnet serve` was started
+
+    def start(self, timeout: float = 120.0, extra_notes: dict[str, str] | None = None, ingest: bool = False
+              ) -> FreshVaultServer:
+        shutil.copytree(SAMPLE_VAULT, self.vault, dirs_exist_ok=True)
+        for name, text in (extra_notes or {}).items():
+            (self.vault / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.vault / name).write_text(text, encoding="utf-8")
+        self.stderr = open(self.root / "serve.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen([sys.executable, "-m", "mindnet.cli", "serve", "--port", str(self.port)],
+                                     env=self.env, cwd=self.root, stdout=self.stderr, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"mindnet serve exited: {self.log()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"mindnet serve did not answer /health within {timeout} s: {self.log()}")
+
+    def health(self) -> dict[str, Any]:
+        return httpx.get(f"{self.url}/health", timeout=30).json()

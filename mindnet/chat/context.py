@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from mindnet.chat.llm import LLMGate
 from mindnet.chat.models import ChatRequest
@@ -29,6 +29,7 @@ class ChatServices:
     gate: LLMGate
     record: Recorder
     logs: FlywheelLogs
+    progress: Callable[[], Mapping[str, Any]] | None = None   # ImportProgress.as_dict of the index's imports
 
     @property
     def prompts_dir(self) -> Path:

@@ -9,9 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 # "sources" comes as soon as retrieval has finished (before any token), so a client can show them while the
 # answer streams and keep them when generation fails or is stopped; "input_notice" (before retrieval) says that
-# the message was longer than a search may be, and what was searched instead
-EventKind = Literal["intent", "input_notice", "retrieval", "graph", "scoring", "sources", "generation", "token",
-                    "done", "error"]
+# the message was longer than a search may be, and what was searched instead; "import_notice" (before "sources")
+# what a search during an import covered
+EventKind = Literal["intent", "input_notice", "import_notice", "retrieval", "graph", "scoring", "sources",
+                    "generation", "token", "done", "error"]
 MAX_MESSAGE_CHARS = 24_000   # a pasted page or two; the search itself uses at most MAX_TEXT_CHARS of it
 MAX_HISTORY_TURNS = 200
 
@@ -58,6 +59,7 @@ class ChatResponse(BaseModel):
     generation_available: bool = True
     notice: str | None = None
     input_notice: str | None = Field(None, description="set when the message was cut to what a search can take")
+    import_notice: str | None = Field(None, description="set while an import runs: what the search covered")
     cut_off: bool = Field(False, description="generation failed midway: `answer` is the part that arrived")
     trace: dict[str, Any] = Field(default_factory=dict)
 

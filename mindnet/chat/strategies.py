@@ -17,12 +17,13 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore
 from pydantic import PrivateAttr
 
+from mindnet.chat import import_notice
 from mindnet.chat.context import ChatServices, Turn
 from mindnet.chat.input_limits import fit_search_text
 from mindnet.chat.llm import LLMGate, interrupted_notice, unavailable_notice
 from mindnet.chat.models import ChatEvent, ChatRequest, ChatResponse, ChatTurn, format_history
 from mindnet.chat.prompts import load_prompt
-from mindnet.errors import LLMUnavailableError
+from mindnet.errors import EmptyIndexError, LLMUnavailableError
 from mindnet.retrieval.query import ExpandRequest, Filters, QueryRequest
 from mindnet.retrieval.results import hit_dict, shown_name
 from mindnet.retrieval.retriever import RetrievalResult
@@ -231,7 +232,16 @@ class RagStrategyEngine(StrategyEngine):
         if input_notice:
             yield ChatEvent(kind="input_notice", data={"message": input_notice, "searched_chars": len(search_text)})
         primary_req, inject_req = self._requests(turn, search_text)
-        primary = await s.retriever.asearch(primary_req)
+        try:
+            primary = await s.retriever.asearch(primary_req)
+        except EmptyIndexError:   # the first import has not written a note yet: not "import your vault first"
+            progress = s.progress() if s.progress is not None else {}
+            if not import_notice.running(progress):
+                raise
+            yield done(ChatResponse(query_id="", answer=import_notice.still_reading_answer(progress),
+                                    intent=self.name, reason=turn.reason, input_notice=input_notice,
+                                    import_notice=import_notice.searched_line(progress, unembedded=0)))
+            return
         injected = await s.retriever.asearch(inject_req) if inject_req is not None else None
         results = [primary] if injected is None else [primary, injected]
         nodes = merge_nodes(primary.nodes, injected.nodes if injected else [])
@@ -244,9 +254,16 @@ class RagStrategyEngine(StrategyEngine):
                  "inject": None if injected is None else {"types": list(self.strategy.inject_types),
                                                           "hits": len(injected.nodes), "trace": injected.trace},
                  "merged": {"primary": len(primary.nodes), "injected": len(nodes) - len(primary.nodes)}}
+        progress = s.progress() if s.progress is not None else {}
+        importing = import_notice.searched_line(progress, unembedded=int(primary.trace.get("unembedded_chunks") or 0))
         base = {"query_id": query_id, "intent": self.name, "reason": turn.reason, "sources": sources, "trace": trace,
-                "input_notice": input_notice}
+                "input_notice": input_notice, "import_notice": importing}
+        if importing:   # an import runs: say what was searched
+            yield ChatEvent(kind="import_notice", data={"message": importing})
         yield ChatEvent(kind="sources", data={"query_id": query_id, "sources": sources})
+        if importing and not sources and import_notice.running(progress):   # not "nothing in your notes"
+            yield done(ChatResponse(answer=import_notice.still_reading_answer(progress), **base))
+            return
 
         status = await s.gate.astatus()
         if not status.available:
@@ -256,7 +273,10 @@ class RagStrategyEngine(StrategyEngine):
             return
         yield ChatEvent(kind="generation", data={"model": s.gate.model})
         pieces: list[str] = []
-        prompt = self.generation_prompt(context_str=context_block(sources), query_str=search_text)
+        context = context_block(sources)
+        if importing and import_notice.running(progress):
+            context = f"{import_notice.prompt_hint(progress)}\n\n{context}"
+        prompt = self.generation_prompt(context_str=context, query_str=search_text)
         try:
             async for piece in s.gate.astream(prompt, system=self.system_prompt):
                 pieces.append(piece)
@@ -271,7 +291,10 @@ class RagStrategyEngine(StrategyEngine):
             yield done(ChatResponse(answer=passages_answer(sources, notice), generation_available=False,
                                     notice=notice, **base))
             return
-        yield done(ChatResponse(answer="".join(pieces).strip(), **base))
+        answer = "".join(pieces).strip()
+        if importing and import_notice.running(progress):
+            answer = import_notice.without_nothing_claim(answer, progress)
+        yield done(ChatResponse(answer=answer, **base))
 
 
 def done(response: ChatResponse) -> ChatEvent:

@@ -4,6 +4,9 @@ the titles of the indexed notes (an empty index gets an "Import now" instead).""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mindnet.chat.import_notice import running, welcome_line
 
 # one question per note type, in the order a first look at a vault is most telling
 QUESTION_OF_TYPE: dict[str, str] = {
@@ -48,9 +51,12 @@ def starter_questions(notes: Sequence[Mapping[str, object]], limit: int = STARTE
     return out
 
 
-def welcome_text(*, vault: str, notes: int) -> str:
-    """Three lines: what mindnet does with this vault, how to ask, what stays local."""
-    if notes == 0:
+def welcome_text(*, vault: str, notes: int, progress: Mapping[str, Any] | None = None) -> str:
+    """Three lines: what mindnet does with this vault, how to ask, what stays local. With the `progress` of a
+    running import (`ImportProgress.as_dict()`), the first line says how far it is."""
+    if progress is not None and running(progress):
+        first = welcome_line(progress, vault)
+    elif notes == 0:
         first = f"Your vault `{vault}` is not imported yet: **Import now** reads its notes into a local index."
     else:
         first = f"mindnet has read the {notes} notes of your vault `{vault}` into a local index of texts and links."

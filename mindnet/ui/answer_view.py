@@ -137,7 +137,8 @@ class AnswerView:
         self.query_id = response.query_id
         if response.sources and not self.sources:      # a client-less path: sources only in the final answer
             self.sources = response.sources
-        self.body = response.answer if (response.cut_off or not self.body) else self.body
+        # during an import the final answer may differ from the streamed one: it never claims "nothing in your notes"
+        self.body = response.answer if (response.cut_off or not self.body or response.import_notice) else self.body
         if not (response.generation_available or response.cut_off or response.draft):   # passages: shown as text
             self.body = render.passages_markdown(self.sources)
         if response.draft:   # the note opens in the editor below; do not show it twice

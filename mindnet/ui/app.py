@@ -65,7 +65,13 @@ async def welcome() -> tuple[str, list[cl.Starter]]:
     """The welcome page's three lines and its starters: questions about indexed notes, or "Import now"."""
     m = get_mindnet()
     notes = await asyncio.to_thread(m.indexed_notes)
-    text = welcome_text(vault=str(m.settings.vault_root), notes=len(notes))
+    progress = m.progress.as_dict()
+    live = m.live.status() if m.live is not None else {}
+    if live.get("pending") or live.get("importing"):    # the server's first import is about to begin
+        progress["running"] = True
+    text = welcome_text(vault=str(m.settings.vault_root), notes=len(notes), progress=progress)
+    if not notes and progress["running"]:      # the import runs already: nothing to start, nothing to ask yet
+        return text, []
     if not notes:
         return text, [cl.Starter(label=IMPORT_NOW, message=IMPORT_NOW, command="reimport", icon="/public/icon.svg")]
     return text, [cl.Starter(label=label, message=question) for label, question in starter_questions(notes)]

@@ -12,9 +12,15 @@
 // 6. Each conversation has its own URL: mounted under /ui, Chainlit keeps the address at /ui/ (it moves to
 //    /thread/<id> only when served at "/"), so a reload opened an empty chat. After the first answer the server
 //    sends the thread's id (mindnet/ui/resume.py); the address becomes <root>/thread/<id>, told to the router.
+// 7. The import strip (import_strip.js, beside this file): how far a running import is, on every page.
 (function () {
   "use strict";
   var NARROW = 768; // Chainlit's own mobile breakpoint
+
+  // 6. the import strip
+  var strip = document.createElement("script");
+  strip.src = new URL("import_strip.js", document.currentScript ? document.currentScript.src : window.location.href).href;
+  document.head.appendChild(strip);
 
   // 1. commands run at once
   function menuOpen() {
