@@ -17,7 +17,7 @@
   "use strict";
   var NARROW = 768; // Chainlit's own mobile breakpoint
 
-  // 6. the import strip
+  // 7. the import strip
   var strip = document.createElement("script");
   strip.src = new URL("import_strip.js", document.currentScript ? document.currentScript.src : window.location.href).href;
   document.head.appendChild(strip);
