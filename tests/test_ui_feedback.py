@@ -161,11 +161,12 @@ def test_bad_answer_with_reasons_and_comment_lands_in_feedback_jsonl(page: Page,
 # --------------------------------------------------------------------------- after a reload
 
 
-def open_thread(pg: Page, question: str) -> str:
+def open_thread(pg: Page) -> str:
+    """Reopen the conversation from the thread store: after its first answer the page is at the thread's own
+    URL, and a reload resumes it there."""
+    expect(pg).to_have_url(re.compile(r"/ui/thread/[0-9a-f-]+$"), timeout=ui.TIMEOUT)
     pg.reload(wait_until="domcontentloaded")
     pg.locator("#chat-settings-open-modal").wait_for(timeout=ui.TIMEOUT)
-    pg.locator('a[href*="/thread/"]').filter(has_text=question[:30]).first.click()
-    expect(pg).to_have_url(re.compile(r"/ui/thread/[0-9a-f-]+$"), timeout=ui.TIMEOUT)
     expect(pg.get_by_text(ANSWER[:30], exact=False)).to_have_count(1, timeout=ui.TIMEOUT)
     return pg.url.rsplit("/", 1)[1]
 
@@ -184,7 +185,7 @@ def test_a_changed_rating_shows_alone_after_the_thread_is_resumed(page: Page, se
     assert [r["score"] for r in ratings_of(server, query_id)][-1] == 5
     page.wait_for_timeout(1000)                                     # the last writes of the streamed answer
 
-    thread_id = open_thread(page, question)
+    thread_id = open_thread(page)
     resumed = page.locator("[data-step-type=assistant_message]").filter(has_text=ANSWER[:30])
     expect(resumed.get_by_role("button", name="Good answer ✓")).to_have_attribute("aria-pressed", "true",
                                                                                timeout=ui.TIMEOUT)
