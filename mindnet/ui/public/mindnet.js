@@ -9,6 +9,15 @@
 //    button, not as a bubble thousands of pixels tall that pushes the answer out of sight.
 // 5. On Stop, Chainlit adds a message of its own ("Task manually stopped.", fixed English); the stopped answer
 //    already says "stopped by you" and keeps its sources and rating: one message, not two.
+// 6. The accessibility fixes (names for Chainlit's icon buttons, keyboard into and out of the sources panel) are
+//    in mindnet-a11y.js, served next to this script and loaded from here (Chainlit takes one custom script).
+(function () {
+  var me = document.currentScript;
+  if (!me || !me.src) return;
+  var a11y = document.createElement("script");
+  a11y.src = me.src.replace(/mindnet\.js(\?.*)?$/, "mindnet-a11y.js");
+  document.head.appendChild(a11y);
+})();
 (function () {
   "use strict";
   var NARROW = 768; // Chainlit's own mobile breakpoint
@@ -35,10 +44,12 @@
 
   // 2. no drawer that opens by itself on phones
   var userOpened = 0;
-  document.addEventListener("pointerdown", function (e) {
+  function markOpened(e) {
     var t = e.target;
     if (t && t.closest && t.closest(".element-link, [data-mindnet-opens-panel]")) userOpened = Date.now();
-  }, true);
+  }
+  document.addEventListener("pointerdown", markOpened, true);
+  document.addEventListener("click", markOpened, true);   // Enter on a citation (the keyboard) clicks it too
   function closeAutoOpenedDrawer() {
     if (window.innerWidth >= NARROW) return;
     var content = document.getElementById("side-view-content");
