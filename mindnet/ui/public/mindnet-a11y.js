@@ -7,8 +7,9 @@
 //    button's id, class or icon.
 // 2. Roles and references Chainlit gets wrong: the chat's options menu trigger is a <div> with button
 //    attributes (role="button"); the side panel's resize handle points (aria-controls) at an id the panel does
-//    not carry (the id is added); the sidebar's outer <ul> holds no list items (role="none"); an image without
-//    alt text (the chat's icon) gets one.
+//    not carry (the id is added); the phone's sources dialog is named by an id that is not there (its title's
+//    id is used); the sidebar's outer <ul> holds no list items (role="none"); an image without alt text (the
+//    chat's icon) gets one.
 // 3. Keyboard: Enter on a citation "[n]" opens its source and moves the focus into the panel; Esc closes the
 //    panel and gives the focus back to the citation that opened it.
 (function () {
@@ -95,6 +96,19 @@
       var items = 0;
       for (var n = 0; n < kids.length; n++) if (kids[n].tagName === "LI") items += 1;
       if (kids.length && !items) lists[k].setAttribute("role", "none");   // a wrapper, not a list
+    }
+    // a dialog (the sources panel on a phone) named by a title id Chainlit replaced ("side-view-title")
+    var dialogs = document.querySelectorAll("[role=dialog][aria-labelledby], [role=dialog][aria-describedby]");
+    for (var d = 0; d < dialogs.length; d++) {
+      var dialog = dialogs[d];
+      var label = dialog.getAttribute("aria-labelledby");
+      if (label && !document.getElementById(label)) {
+        var title = dialog.querySelector("#side-view-title");
+        if (title) dialog.setAttribute("aria-labelledby", "side-view-title");
+        else dialog.removeAttribute("aria-labelledby");
+      }
+      var about = dialog.getAttribute("aria-describedby");
+      if (about && !document.getElementById(about)) dialog.removeAttribute("aria-describedby");
     }
     var images = document.querySelectorAll("img:not([alt])");
     for (var m = 0; m < images.length; m++) {

@@ -43,10 +43,10 @@
   }, true);
 
   // 2. no drawer that opens by itself on phones
-  var userOpened = 0;
+  var userOpened = false;   // until the panel it asked for shows (a slow phone may take seconds)
   function markOpened(e) {
     var t = e.target;
-    if (t && t.closest && t.closest(".element-link, [data-mindnet-opens-panel]")) userOpened = Date.now();
+    if (t && t.closest && t.closest(".element-link, [data-mindnet-opens-panel]")) userOpened = true;
   }
   document.addEventListener("pointerdown", markOpened, true);
   document.addEventListener("click", markOpened, true);   // Enter on a citation (the keyboard) clicks it too
@@ -55,7 +55,7 @@
     var content = document.getElementById("side-view-content");
     if (!content || content.dataset.mindnetSeen) return;
     content.dataset.mindnetSeen = "1";
-    if (Date.now() - userOpened < 2000) return; // the user asked for it
+    if (userOpened) { userOpened = false; return; } // the user asked for it
     var dialog = content.closest("[role=dialog]");
     var close = dialog && dialog.querySelector("button[type=button] .sr-only");
     if (close) {
