@@ -43,7 +43,10 @@
   }, true);
 
   // 2. no drawer that opens by itself on phones
-  var userOpened = false;   // until the panel it asked for shows (a slow phone may take seconds)
+  // the user asked for the drawer: it stays until it is closed (a slow phone may take seconds to show it, and
+  // Chainlit may render its content twice)
+  var userOpened = false;
+  var drawerShown = false;
   function markOpened(e) {
     var t = e.target;
     if (t && t.closest && t.closest(".element-link, [data-mindnet-opens-panel]")) userOpened = true;
@@ -51,11 +54,15 @@
   document.addEventListener("pointerdown", markOpened, true);
   document.addEventListener("click", markOpened, true);   // Enter on a citation (the keyboard) clicks it too
   function closeAutoOpenedDrawer() {
-    if (window.innerWidth >= NARROW) return;
     var content = document.getElementById("side-view-content");
-    if (!content || content.dataset.mindnetSeen) return;
+    if (!content) {
+      if (drawerShown) drawerShown = userOpened = false;   // closed: the next one that opens by itself closes
+      return;
+    }
+    drawerShown = true;
+    if (window.innerWidth >= NARROW || content.dataset.mindnetSeen) return;
     content.dataset.mindnetSeen = "1";
-    if (userOpened) { userOpened = false; return; } // the user asked for it
+    if (userOpened) return; // the user asked for it
     var dialog = content.closest("[role=dialog]");
     var close = dialog && dialog.querySelector("button[type=button] .sr-only");
     if (close) {
