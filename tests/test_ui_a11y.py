@@ -16,6 +16,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from helpers_ui import ChatServer
 from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Error as PlaywrightError
 from test_ui_browser import ARTIFACTS, DESKTOP, MOBILE, TIMEOUT, browser, server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
@@ -132,8 +133,11 @@ def tab_to(pg: Page, test: str, *, back: bool = False, limit: int = 120) -> None
 
 
 def focus_is(pg: Page, test: str) -> None:
-    pg.wait_for_function(f"() => {{ const e = document.activeElement; return !!e && ({test})(e); }}",
-                         timeout=TIMEOUT)
+    try:
+        pg.wait_for_function(f"() => {{ const e = document.activeElement; return !!e && ({test})(e); }}",
+                             timeout=TIMEOUT)
+    except PlaywrightError as exc:
+        raise AssertionError(f"the focus never reached {test}; it is on {pg.evaluate(FOCUSED)}") from exc
 
 
 IN_PANEL = "e => !!e.closest('#side-view-content')"
@@ -158,13 +162,13 @@ def test_keyboard_alone_asks_opens_a_source_closes_it_rates_and_saves_a_draft(
     pg.keyboard.press("Enter")
     focus_is(pg, IN_PANEL)                                       # the focus moved into the panel
     panel = pg.locator("#side-view-content")
-    expect(panel.get_by_test_id("source-title")).to_have_text(re.compile(r"^\[2\] "))
-    assert "Score:" in panel.get_by_test_id("source-breakdown").inner_text()
+    expect(panel.get_by_test_id("source-title").first).to_have_text(re.compile(r"^\[2\] "))
+    assert "Score:" in panel.get_by_test_id("source-breakdown").first.inner_text()
     # read on with Tab: the panel's controls come next, the source is rated there too
     tab_to(pg, "e => e.dataset.testid === 'source-up'")
     assert pg.evaluate(f"() => ({IN_PANEL})(document.activeElement)")
     pg.keyboard.press("Enter")
-    expect(panel.get_by_test_id("source-up")).to_have_attribute("aria-pressed", "true", timeout=TIMEOUT)
+    expect(panel.get_by_test_id("source-up").first).to_have_attribute("aria-pressed", "true", timeout=TIMEOUT)
     shot(pg, "keyboard_source_panel")
     pg.keyboard.press("Escape")                                  # Esc closes the panel ...
     expect(pg.locator("#side-view-content")).to_have_count(0, timeout=TIMEOUT)
@@ -204,3 +208,4 @@ def test_link_suggestion_reasons_are_text_that_their_buttons_point_at(desktop: P
     shot(pg, "suggestion_reasons")
     pg.get_by_test_id("draft-discard").last.click()
     expect(pg.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
+

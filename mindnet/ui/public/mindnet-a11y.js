@@ -170,15 +170,7 @@
     if (e.key !== "Escape" || e.defaultPrevented) return;
     if (document.querySelector("[role=menu], [role=listbox], .command-item")) return;  // Esc closes those first
     var content = document.getElementById("side-view-content");
-    if (!content) return;
-    var inDialog = content.closest("[role=dialog]");
-    if (inDialog) {   // a phone: Radix closes the dialog; give the focus back once it is gone
-      var wait = setInterval(function () {
-        if (!document.getElementById("side-view-content")) { clearInterval(wait); giveFocusBack(); }
-      }, 50);
-      setTimeout(function () { clearInterval(wait); }, 5000);
-      return;
-    }
+    if (!content || content.closest("[role=dialog]")) return;   // a phone's dialog: Radix closes it by itself
     var close = closeButton();
     if (!close) return;
     e.preventDefault();
