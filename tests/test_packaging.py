@@ -66,7 +66,7 @@ def test_wheel_ships_config_prompts_sample_vault_and_ui_assets(tmp_path: Path) -
               for p in (PACKAGE_ROOT / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     wanted |= {"mindnet/ui/chainlit.md", "mindnet/ui/elements/DraftEditor.jsx", "mindnet/ui/public/logo_dark.svg",
                "mindnet/ui/elements/SourcePanel.jsx", "mindnet/ui/public/mindnet.js", "mindnet/ui/public/mindnet.css",
-               "mindnet/ui/public/icon.svg"}
+               "mindnet/ui/public/icon.svg", "mindnet/ui/public/mindnet-a11y.js", "mindnet/ui/public/mindnet-a11y.css"}
     assert wanted - shipped == set()
     metadata = zipfile.ZipFile(wheel).read(f"mindnet-{version('mindnet')}.dist-info/METADATA").decode()
     assert "License-Expression: MIT" in metadata and "Classifier: Programming Language :: Python :: 3.11" in metadata

@@ -40,7 +40,7 @@ FALLBACK_WELCOME = "# mindnet\n\nAsk questions about your vault; each answer sho
 # a source's panel is a SourcePanel element named "[n]" (so the answer's "[n]" links to it); Chainlit loads a
 # custom element's code from public/elements/<name>.jsx, hence one copy per number a chat can show
 MAX_SOURCES = 50
-PAGE_ASSETS = ("mindnet.js", "import_strip.js", "mindnet.css", "icon.svg")
+PAGE_ASSETS = ("mindnet.js", "import_strip.js", "mindnet.css", "mindnet-a11y.js", "mindnet-a11y.css", "icon.svg")
 # links of Chainlit's page shell to public CDNs (Google Fonts, KaTeX): nothing may leave this machine
 _REMOTE_LINK = re.compile(r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*/?>", re.S)
 _INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.S | re.I)

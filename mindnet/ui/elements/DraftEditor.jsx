@@ -162,6 +162,8 @@ export default function DraftEditor() {
     setPreview(false);
     analyze(value);
   };
+  // the id of a suggestion's text, which its buttons point at (aria-describedby: "Link", "Edge" of what, and why)
+  const about = (s) => `suggestion-${props.draft_id}-${s.note_id}`.replace(/[^A-Za-z0-9_-]/g, "_");
   const [meta, body] = splitFrontmatter(text);
   const shown = suggestions && !suggestions.error
     ? (suggestions.links || []).filter((s) => !dismissed.includes(s.note_id)) : [];
@@ -247,6 +249,7 @@ export default function DraftEditor() {
       ) : (
         <Textarea
           data-testid="draft-text"
+          aria-label={`Text of the note ${props.title || ""}`.trim()}
           className="font-mono text-sm"
           style={{ minHeight: 280 }}
           value={text}
@@ -264,17 +267,23 @@ export default function DraftEditor() {
           )}
           {shown.map((s) => (
             <div key={s.note_id} className="flex items-center gap-2" data-testid="suggestion">
-              <span className="flex-1" title={`${s.reason}; kind: ${s.kind_reason}`}>
+              {/* the reason as text, not a hover tooltip: read by screen readers and shown without a mouse */}
+              <span className="flex-1 min-w-0" id={about(s)}>
                 <code>{s.kind}</code> {s.title}{" "}
                 <span className="text-xs text-muted-foreground">{s.confidence.toFixed(2)}</span>
+                <span className="block text-xs text-muted-foreground break-words" data-testid="suggestion-reason">
+                  {s.reason}; kind: {s.kind_reason}
+                </span>
               </span>
               {s.mention && (
-                <Button size="sm" variant="outline" data-testid="suggestion-link" disabled={busy}
+                <Button size="sm" variant="outline" data-testid="suggestion-link" aria-describedby={about(s)}
+                  disabled={busy}
                   onClick={() => insert(s, "mention")}>Link</Button>
               )}
-              <Button size="sm" variant="outline" data-testid="suggestion-edge" disabled={busy}
+              <Button size="sm" variant="outline" data-testid="suggestion-edge" aria-describedby={about(s)}
+                disabled={busy}
                 onClick={() => insert(s, "end")}>Edge</Button>
-              <Button size="sm" variant="ghost" data-testid="suggestion-dismiss"
+              <Button size="sm" variant="ghost" data-testid="suggestion-dismiss" aria-describedby={about(s)}
                 onClick={() => setDismissed([...dismissed, s.note_id])}>Dismiss</Button>
             </div>
           ))}

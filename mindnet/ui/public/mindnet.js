@@ -13,6 +13,15 @@
 //    /thread/<id> only when served at "/"), so a reload opened an empty chat. After the first answer the server
 //    sends the thread's id (mindnet/ui/resume.py); the address becomes <root>/thread/<id>, told to the router.
 // 7. The import strip (import_strip.js, beside this file): how far a running import is, on every page.
+// 8. The accessibility fixes (names for Chainlit's icon buttons, keyboard into and out of the sources panel) are
+//    in mindnet-a11y.js, served next to this script and loaded from here (Chainlit takes one custom script).
+(function () {
+  var me = document.currentScript;
+  if (!me || !me.src) return;
+  var a11y = document.createElement("script");
+  a11y.src = me.src.replace(/mindnet\.js(\?.*)?$/, "mindnet-a11y.js");
+  document.head.appendChild(a11y);
+})();
 (function () {
   "use strict";
   var NARROW = 768; // Chainlit's own mobile breakpoint
@@ -43,17 +52,26 @@
   }, true);
 
   // 2. no drawer that opens by itself on phones
-  var userOpened = 0;
-  document.addEventListener("pointerdown", function (e) {
+  // the user asked for the drawer: it stays until it is closed (a slow phone may take seconds to show it, and
+  // Chainlit may render its content twice)
+  var userOpened = false;
+  var drawerShown = false;
+  function markOpened(e) {
     var t = e.target;
-    if (t && t.closest && t.closest(".element-link, [data-mindnet-opens-panel]")) userOpened = Date.now();
-  }, true);
+    if (t && t.closest && t.closest(".element-link, [data-mindnet-opens-panel]")) userOpened = true;
+  }
+  document.addEventListener("pointerdown", markOpened, true);
+  document.addEventListener("click", markOpened, true);   // Enter on a citation (the keyboard) clicks it too
   function closeAutoOpenedDrawer() {
-    if (window.innerWidth >= NARROW) return;
     var content = document.getElementById("side-view-content");
-    if (!content || content.dataset.mindnetSeen) return;
+    if (!content) {
+      if (drawerShown) drawerShown = userOpened = false;   // closed: the next one that opens by itself closes
+      return;
+    }
+    drawerShown = true;
+    if (window.innerWidth >= NARROW || content.dataset.mindnetSeen) return;
     content.dataset.mindnetSeen = "1";
-    if (Date.now() - userOpened < 2000) return; // the user asked for it
+    if (userOpened) return; // the user asked for it
     var dialog = content.closest("[role=dialog]");
     var close = dialog && dialog.querySelector("button[type=button] .sr-only");
     if (close) {
