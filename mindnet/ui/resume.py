@@ -113,7 +113,11 @@ async def keep_draft(draft: Mapping[str, Any], status: str = "editing", detail: 
     if message is None:
         return
     message.metadata = {**(message.metadata or {}), DRAFT_KEY: {**draft, "status": status, "detail": detail}}
-    await message.update()
+    # into the thread store only: `message.update()` would send the message and its elements to the page again,
+    # and the editor, sent anew with the props it was opened with, would drop what was typed since
+    layer = get_data_layer()
+    if layer is not None:
+        await layer.update_step(message.to_dict())
 
 
 # --------------------------------------------------------------------------- resume
