@@ -63,6 +63,11 @@ def test_notices_keep_their_code_spans_and_escape_the_rest() -> None:
     assert escaping.inline_markdown("start `ollama serve` *now*") == "start `ollama serve` \\*now\\*"
 
 
+def test_a_notice_shows_an_address_as_code_not_as_a_live_link() -> None:
+    text = escaping.inline_markdown("not available in Ollama at http://127.0.0.1:11434). Or `http://x:1`; now http://a.b/c.")
+    assert text == ("not available in Ollama at `http://127.0.0.1:11434`\\). Or `http://x:1`; now `http://a.b/c`.")
+
+
 def test_cut_off_answer_is_marked_and_keeps_its_sources() -> None:
     text = render.answer_markdown(header="`FACT`", body="Qdrant ist ei", sources=[HIT], notice="failed",
                                   cut_off=True)

@@ -104,10 +104,15 @@ def code_block(text: str, info: str = "text") -> str:
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 
 
+_BARE_URL = re.compile(r"(?<!`)\bhttps?://[^\s`)]*[^\s`).,;:!?]")   # not the sentence's last mark
+
+
 def inline_markdown(text: object) -> str:
-    """`text` escaped like `escape`, but its `code spans` stay code (notices name commands that way)."""
+    """`text` escaped like `escape`, but its `code spans` stay code (notices name commands that way). A bare
+    address becomes code too: the Markdown renderer would make it a live link (a notice names Ollama's URL to
+    check, not a page to open)."""
     out, last = [], 0
-    s = str(text if text is not None else "")
+    s = _BARE_URL.sub(lambda m: f"`{m.group(0)}`", str(text if text is not None else ""))
     for m in _CODE_SPAN.finditer(s):
         out.append(escape(s[last:m.start()]))
         code = m.group(2).replace("`", "")
