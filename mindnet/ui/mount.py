@@ -23,9 +23,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mindnet.data_folder import private_dir
 from mindnet.service import Mindnet
@@ -145,15 +145,68 @@ def action_problem(body: bytes) -> tuple[int, str] | None:
     return None
 
 
-class ActionRequestCheck(BaseHTTPMiddleware):
-    """Bad /project/action requests get a 4xx naming the problem instead of Chainlit's 500."""
+class ActionRequestCheck:
+    """Bad /project/action requests get a 4xx naming the problem instead of Chainlit's 500.
 
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if request.method == "POST" and request.url.path.endswith("/project/action"):
-            problem = action_problem(await request.body())
+    A plain ASGI middleware, not Starlette's BaseHTTPMiddleware: that one turns a request whose client went
+    away (a tab closed while its logo loaded) into RuntimeError("No response returned."), which the server
+    logged as an error with a traceback. A client that went away is no error: logged at debug."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "POST" and scope["path"].endswith("/project/action"):
+            body = await read_body(receive)
+            if body is None:
+                log.debug("%s %s: the client went away before its request was read", scope["method"],
+                          scope["path"])
+                return
+            problem = action_problem(body)
             if problem:
-                return JSONResponse(status_code=problem[0], content={"error": "invalid action", "detail": problem[1]})
-        return await call_next(request)
+                answer = JSONResponse(status_code=problem[0], content={"error": "invalid action",
+                                                                       "detail": problem[1]})
+                await answer(scope, receive, send)
+                return
+            receive = replayed(body, receive)
+        started = False
+
+        async def send_started(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, receive, send_started)
+        if not started:
+            log.debug("%s %s: the client went away before the answer", scope["method"], scope["path"])
+
+
+async def read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None when the client went away first."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replayed(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the app after the body was read: the body once, then what the client sends next."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+    return replay
 
 
 def require_token_login(token: str) -> None:
