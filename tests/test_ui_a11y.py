@@ -209,3 +209,29 @@ def test_link_suggestion_reasons_are_text_that_their_buttons_point_at(desktop: P
     pg.get_by_test_id("draft-discard").last.click()
     expect(pg.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
 
+
+
+def test_on_a_phone_esc_closes_the_sources_dialog_and_gives_the_focus_back_to_the_citation(
+        browser: Browser, server: ChatServer) -> None:  # noqa: F811
+    ARTIFACTS.mkdir(exist_ok=True)
+    pg = themed_page(browser, server, "light", MOBILE)
+    try:
+        tab_to(pg, COMPOSER)
+        pg.keyboard.type(QUESTION)
+        pg.keyboard.press("Enter")
+        wait_answers(pg, 1)
+        expect(pg).to_have_url(re.compile(r"/ui/thread/[0-9a-f-]{36}$"), timeout=TIMEOUT)   # drawn anew there
+        expect(pg.get_by_role("dialog")).to_have_count(0, timeout=TIMEOUT)   # nothing opens by itself on a phone
+        tab_to(pg, COMPOSER)
+        tab_to(pg, CITATION_2, back=True)
+        pg.keyboard.press("Enter")
+        dialog = pg.get_by_role("dialog")
+        expect(dialog.get_by_test_id("source-title").first).to_have_text(re.compile(r"^\[2\] "), timeout=TIMEOUT)
+        focus_is(pg, IN_PANEL)                                   # the focus is in the dialog
+        shot(pg, "phone_keyboard_dialog")
+        pg.keyboard.press("Escape")
+        expect(dialog).to_have_count(0, timeout=TIMEOUT)
+        focus_is(pg, CITATION_2)                                 # back on the citation, not on <body>
+        shot(pg, "phone_keyboard_dialog_closed")
+    finally:
+        pg.context.close()

@@ -11,7 +11,9 @@
 //    id is used); the sidebar's outer <ul> holds no list items (role="none"); an image without alt text (the
 //    chat's icon) gets one.
 // 3. Keyboard: Enter on a citation "[n]" opens its source and moves the focus into the panel; Esc closes the
-//    panel and gives the focus back to the citation that opened it.
+//    panel and gives the focus back to the citation that opened it. On phones the panel is a Radix dialog that
+//    closes by itself (Esc, its close button) and then focuses its trigger: Chainlit opens it from its state,
+//    with no trigger, so the focus fell to <body>; once the dialog is gone, the citation gets it back.
 (function () {
   "use strict";
 
@@ -178,12 +180,28 @@
     giveFocusBack();
   });
 
+  var dialog = null;   // the phone's sources dialog while it is open
+  function focusBackAfterDialog() {
+    var content = document.getElementById("side-view-content");
+    var open = content && content.closest("[role=dialog]");
+    if (open) {
+      dialog = open;
+      return;
+    }
+    if (!dialog || dialog.isConnected) return;
+    dialog = null;
+    var active = document.activeElement;
+    if (!active || active === document.body) giveFocusBack();   // not where the user went since
+    opener = null;    // a dialog Chainlit opens by itself later gives the focus to no old citation
+  }
+
   var scheduled = false;
   function fixAll() {
     scheduled = false;
     nameButtons();
     fixRoles();
     focusPanel();
+    focusBackAfterDialog();
   }
   new MutationObserver(function () {   // once per frame, however many nodes a streamed answer changes
     if (!scheduled) { scheduled = true; requestAnimationFrame(fixAll); }
