@@ -218,3 +218,42 @@ def test_undo_refuses_when_the_note_changed_since(page: Page, server: ChatServer
     expect(refused).to_contain_text(".mindnet/backups/")
     assert path.read_text(encoding="utf-8") == edited
     shot(page, "10_undo_refused")
+
+
+NO_SIDEWAYS = "() => document.scrollingElement.scrollWidth <= window.innerWidth"
+
+
+def within_screen(pg: Page, locator) -> None:
+    box = locator.bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= ui.MOBILE["width"], box
+
+
+def test_suggest_on_a_phone_lists_previews_applies_and_undoes_within_the_screen(
+        phone: Page, server: ChatServer, original: str) -> None:
+    suggest(phone, server, original)
+    listing = message(phone, "Suggestions for")
+    expect(listing).to_contain_text("(concepts/bm25.md)")
+    assert listing.inner_text().count("default edge of type 'concept'") == 1
+    within_screen(phone, listing)
+    apply_one = phone.get_by_role("button", name="Apply 1", exact=True).last
+    expect(apply_one).to_be_visible()
+    within_screen(phone, apply_one)
+    assert phone.evaluate(NO_SIDEWAYS)                                   # the page does not scroll sideways
+    shot(phone, "11_suggest_phone")
+    apply_one.click()
+    preview = message(phone, "Preview:")
+    expect(preview).to_contain_text("+> [!edge]", timeout=TIMEOUT)
+    within_screen(phone, preview)
+    assert phone.evaluate(NO_SIDEWAYS)
+    assert (server.vault / BM25).read_text(encoding="utf-8") == original   # a preview writes nothing
+    shot(phone, "12_preview_phone")
+    write = phone.get_by_role("button", name="Write to the note", exact=True).last
+    within_screen(phone, write)
+    write.click()
+    expect(message(phone, "Added 1 link to")).to_contain_text("Import finished", timeout=TIMEOUT)
+    assert (server.vault / BM25).read_text(encoding="utf-8") != original
+    phone.get_by_role("button", name="Undo", exact=True).last.click()
+    expect(message(phone, "Undone:")).to_be_visible(timeout=TIMEOUT)
+    assert (server.vault / BM25).read_text(encoding="utf-8") == original
+    assert phone.evaluate(NO_SIDEWAYS)
+    shot(phone, "13_undone_phone")
