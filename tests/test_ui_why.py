@@ -20,6 +20,7 @@ pytestmark = pytest.mark.browser
 NO_VECTOR = "KEINVEKTOR"      # the fake model returns no vector for a text holding this word
 SPICE_NOTE = f"---\ntitle: Sternanis\ntype: concept\n---\n# Sternanis\n\nSternanis würzt Pho. {NO_VECTOR}\n"
 QUESTION = "Warum habe ich Qdrant gewählt?"
+THREAD_URL = re.compile(r"/ui/thread/[0-9a-f-]{36}$")
 NUM = r"(\d+\.\d{3})"
 
 
@@ -141,16 +142,23 @@ def test_the_links_that_lifted_it_are_drawn_once_each_and_listed_once_each(page:
 
 
 def test_the_heading_of_a_source_says_its_number_once(page: Page) -> None:
-    # a first answer moves the page to the thread's own URL, and Chainlit, drawing the page again, titles the
-    # stacked panel with the last source's name ("[5]"): a known gap, so the heading is checked on the next answer
-    ask(page, "Was ist hybride Suche?")
-    ask(page, QUESTION)
-    # the panel that opens with the answer stacks all sources under one title: each keeps its number
-    stacked = page.get_by_test_id("source-panel")
-    expect(stacked.first).to_be_visible(timeout=TIMEOUT)
-    expect(page.locator("#side-view-title")).to_contain_text("sources for:")
+    # the first answer of a new chat: after it the address becomes the thread's own and Chainlit draws the page
+    # anew (its sidebar then marks the thread, listed under its topic); the sources panel keeps its title (it
+    # was re-titled with the last source's name, "[5]")
+    question = "Was ist hybride Suche?"
+    ask(page, question)
+    expect(page).to_have_url(THREAD_URL, timeout=TIMEOUT)
+    titles = page.get_by_test_id("source-title").all_inner_texts()
+    top = re.match(r"\[1\] (\S+)", titles[0])
+    assert top, titles
+    current = page.locator('[data-sidebar="menu-button"][data-active="true"]')
+    expect(current).to_have_text(top.group(1), timeout=TIMEOUT)              # the thread's page is drawn
+    expect(page.locator("#side-view-title")).to_have_text(f"{len(titles)} sources for: {question}",
+                                                          timeout=TIMEOUT)
+    # the panel stacks all the answer's sources under that title: each keeps its number
     titles = page.get_by_test_id("source-title").all_inner_texts()
     assert len(titles) > 1 and all(t.startswith(f"[{i}] ") for i, t in enumerate(titles, 1)), titles
+    shot(page, "why_03_first_answer_panel")
     n, _ = open_source(page, "mindnet")
     side = page.locator("#side-view-title").locator("xpath=..")               # the heading and the panel
     expect(page.locator("#side-view-title")).to_have_text(f"[{n}]")

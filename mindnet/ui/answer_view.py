@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from typing import Any
 
 import chainlit as cl
@@ -22,6 +23,7 @@ from mindnet.ui.registry import get_mindnet
 
 SIDE_PANEL_DELAY = 0.3   # seconds
 STREAM_REFRESH = 0.08    # seconds between screen updates of a streaming answer
+SOURCES_PANEL = "sources_panel"   # user_session: the last answer's panel, its elements and title
 
 
 class AnswerView:
@@ -187,9 +189,24 @@ async def show_sources_panel(elements: list[Any], query_id: str, question: str) 
     script keeps it closed on phones). The elements are already sent, so only the panel event goes out; the
     short wait lets the browser apply Chainlit's own update first."""
     await asyncio.sleep(SIDE_PANEL_DELAY)
-    await context.emitter.emit("set_sidebar_elements", {"elements": [e.to_dict() for e in elements],
-                                                        "key": query_id})
-    await cl.ElementSidebar.set_title(render.sources_title(question, len(elements)))
+    panel = {"elements": [e.to_dict() for e in elements], "title": render.sources_title(question, len(elements))}
+    cl.user_session.set(SOURCES_PANEL, panel)
+    await point_sources_panel(panel, key=query_id)
+
+
+async def point_sources_panel(panel: dict[str, Any], *, key: str) -> None:
+    await context.emitter.emit("set_sidebar_elements", {"elements": panel["elements"], "key": key})
+    await cl.ElementSidebar.set_title(panel["title"])
+
+
+async def show_sources_again(_: dict[str, Any]) -> None:
+    """The page was drawn anew for the thread's own address (`resume.show_thread_url`): Chainlit, mounting its
+    messages again, re-derived the side panel from every source of the session under the last one's name
+    ("[5]"). The page script says so once that panel is on the screen; the answer's panel is pointed at again
+    (a new key: Chainlit ignores a panel event with the key it already shows)."""
+    panel = cl.user_session.get(SOURCES_PANEL)
+    if isinstance(panel, dict):
+        await point_sources_panel(panel, key=str(uuid.uuid4()))
 
 
 def retry_action(question: str) -> cl.Action:

@@ -23,8 +23,8 @@ from mindnet.chat.welcome import starter_questions, welcome_text
 from mindnet.ui import render, threads
 from mindnet.ui import resume as thread_resume  # a thread's URL, name, and its turns rebuilt on resume
 from mindnet.ui import suggest as suggest_ui  # registers the draft editor's `draft_analyze` action
-from mindnet.ui.answer_view import AnswerView  # registers the `rate` action
-from mindnet.ui.draft_editor import draft_props, open_draft  # registers the draft editor's actions
+from mindnet.ui.answer_view import AnswerView, show_sources_again  # registers the `rate` action
+from mindnet.ui.draft_editor import draft_props, open_draft, restore_draft  # registers the draft editor's actions
 from mindnet.ui.guard import readable, say_error
 from mindnet.ui.registry import get_mindnet
 
@@ -104,6 +104,21 @@ async def resume(thread: dict[str, Any]) -> None:
     await thread_resume.rebuild(thread, draft_props=draft_props)
     await cl.context.emitter.set_commands(COMMANDS)
 
+
+
+# the page script's messages (mindnet.js): {"mindnet": kind, ...}
+WINDOW_MESSAGES: dict[str, Callable[[dict[str, Any]], Awaitable[None]]] = {
+    "restore_draft": restore_draft,          # a draft the browser kept, handed back after a reload
+    "thread_shown": show_sources_again,      # the page was drawn anew for the thread's address
+}
+
+
+@cl.on_window_message
+@readable
+async def on_window_message(data: Any) -> None:
+    handler = WINDOW_MESSAGES.get(str(data.get("mindnet"))) if isinstance(data, dict) else None
+    if handler is not None:
+        await handler(data)
 
 
 # --------------------------------------------------------------------------- chat

@@ -36,11 +36,9 @@ async def open_draft(draft: dict[str, Any], intro: str = "Draft") -> None:
 MAX_RESTORED = 1_000_000   # characters of a draft the browser hands back after a reload
 
 
-@cl.on_window_message
-@readable
-async def on_window_message(data: Any) -> None:
+async def restore_draft(data: dict[str, Any]) -> None:
     """The page script hands back a draft the browser kept (a reload or a closed tab loses nothing)."""
-    if not isinstance(data, dict) or data.get("mindnet") != "restore_draft" or cl.user_session.get("draft"):
+    if cl.user_session.get("draft"):
         return
     kept = data.get("draft")
     if not isinstance(kept, dict) or not isinstance(kept.get("markdown"), str) or \

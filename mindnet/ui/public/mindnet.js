@@ -12,6 +12,11 @@
 // 6. Each conversation has its own URL: mounted under /ui, Chainlit keeps the address at /ui/ (it moves to
 //    /thread/<id> only when served at "/"), so a reload opened an empty chat. After the first answer the server
 //    sends the thread's id (mindnet/ui/resume.py); the address becomes <root>/thread/<id>, told to the router.
+//    For the router that is another page (Home -> Thread): Chainlit draws the chat anew and, mounting its
+//    messages again, re-derives the side panel from every source of the session, titled with the last one's
+//    name ("[5]"), over the answer's "5 sources for: ...". Once that panel is on the screen (never earlier: it
+//    would win over anything sent before it), the page tells the server, which points the panel at the
+//    answer's sources again under their title. On phones the panel Chainlit opens is closed (2.).
 // 7. The import strip (import_strip.js, beside this file): how far a running import is, on every page.
 // 8. The accessibility fixes (names for Chainlit's icon buttons, keyboard into and out of the sources panel) are
 //    in mindnet-a11y.js, served next to this script and loaded from here (Chainlit takes one custom script).
@@ -153,9 +158,32 @@
     var base = window.location.pathname.replace(/\/(thread\/[^/]*)?\/?$/, "");
     var url = base + "/thread/" + d.thread_id;
     if (window.location.pathname === url) return;
+    var shown = document.getElementById("side-view-content");
     window.history.replaceState(window.history.state, "", url);
     window.dispatchEvent(new PopStateEvent("popstate", { state: window.history.state }));
+    if (window.innerWidth >= NARROW) awaitRederivedPanel(shown);
   });
+  function awaitRederivedPanel(shown) {
+    var observer = new MutationObserver(check);
+    function stop() {
+      observer.disconnect();
+      document.removeEventListener("pointerdown", stop, true);
+      document.removeEventListener("keydown", stop, true);
+    }
+    function check() {
+      var content = document.getElementById("side-view-content");
+      var title = document.getElementById("side-view-title");
+      // the panel drawn anew (not the one shown before the move), under Chainlit's name for it: a source's "[n]"
+      if (!content || content === shown || !title || !/^\[\d+\]$/.test(title.textContent.trim())) return;
+      stop();
+      window.postMessage({ mindnet: "thread_shown" }, window.location.origin);
+    }
+    observer.observe(document.documentElement, { childList: true, subtree: true, characterData: true });
+    // the user acts first (no source, so no panel, or the page was not drawn anew): nothing to point at
+    document.addEventListener("pointerdown", stop, true);
+    document.addEventListener("keydown", stop, true);
+    check();
+  }
 
   new MutationObserver(function () {
     closeAutoOpenedDrawer();
