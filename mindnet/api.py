@@ -110,6 +110,7 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
     # agents: the MCP server over streamable HTTP at /mcp, on the same open index (mindnet.agents.mcp_server)
     from mindnet.agents.mcp_server import McpEndpoint
     mcp = McpEndpoint(mindnet)
+    health_threads = RequestThreads(max_workers=1, thread_name_prefix="mindnet-health")   # /health's own
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -160,8 +161,11 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
         """Answers at once, also during an import: then with the counts of the last complete one."""
         m: Mindnet = app.state.mindnet
         importing = m.importing
-        counts = m.last_counts if importing else await asyncio.to_thread(m.counts, wait=False)
-        problems = await asyncio.to_thread(m.problems)
+
+        def look() -> tuple[dict[str, int], list[str]]:
+            return (m.last_counts if importing else m.counts(wait=False)), m.problems()
+        # a thread of its own: the request threads may all be busy with searches (8 clients in the drill)
+        counts, problems = await asyncio.get_running_loop().run_in_executor(health_threads, look)
         body = {"status": "degraded" if problems else "ok", "problems": problems, "importing": importing,
                 "opening": m.opening, "searchable": m.searchable, "searching_from": "index" if m.opened else None,
                 "engine": m.engine,

@@ -172,6 +172,7 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         try:
             _ = self.retriever
             self.retriever.warm_dense()
+            self.counts()      # every collection opened here, not by a /health that counts it
         except (MindnetError, OSError, ValueError) as exc:   # the first search reports it to the user
             log.warning("could not open the index at start: %s", exc)
             self._problems["index"] = str(exc)

@@ -75,8 +75,11 @@ class HealthMixin:
             return dict(self.last_counts)
         try:
             store = self.store
+            # without `wait` (/health), a collection not open yet keeps its last count: opening one holds the
+            # interpreter lock ~0.1 s (`mindnet serve` opens them all while it warms up)
             self.last_counts = {kind: (store.count(kind) if store.exists(kind) else 0)
-                                for kind in self.settings.collections}
+                                if wait or store.opened(kind) or kind not in self.last_counts
+                                else self.last_counts[kind] for kind in self.settings.collections}
             self._problems.pop("counts", None)
         except MindnetError as exc:
             if wait:

@@ -39,6 +39,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # loop take the interpreter lock back sooner from them, so /health and searches are not queued behind an
     # import (drill, hostile notes: /health p99 and max halved; the import's own time unchanged within noise)
     sys.setswitchinterval(0.001)
+    # the code of searches and imports (LlamaIndex, pydantic models: ~2 s) is loaded before the server listens;
+    # loaded beside it, single steps of it (building a pydantic schema, a dataclass) held the interpreter lock
+    # 100-800 ms while /health was probed (drill, damaged files). The index itself opens in the background.
+    from mindnet.indexing import node_parser  # noqa: F401
+    from mindnet.retrieval import retriever  # noqa: F401
     threading.Thread(target=_warm_and_freeze, args=(mindnet,), name="mindnet-warm", daemon=True).start()
     app = create_app(mindnet, ui=not args.no_ui, bind_host=args.host)
     # the index follows the vault: a catch-up import in the background, then one per batch of saves
@@ -88,10 +93,12 @@ def _warm_and_freeze(mindnet) -> None:  # noqa: ANN001 - a Mindnet
     """Open the index and load the model, then move everything alive now (modules, the model, the index's
     objects) out of the garbage collector's view (`gc.freeze`): a full collection walks every tracked object
     and holds the interpreter lock meanwhile, which stopped `/health` for 150-200 ms while an import allocated
-    (measured: a note of 16,000 headings, 146 ms; after the freeze, 10 ms)."""
+    (measured: a note of 16,000 headings, 146 ms; after the freeze, 10 ms). Only the young generations are
+    collected before: a full collection here was itself such a stop (160 ms in the drill's restarts); what the
+    old generation holds of garbage stays frozen (a few objects of the start)."""
     import gc
     mindnet.warm()
-    gc.collect()
+    gc.collect(1)
     gc.freeze()
 
 

@@ -24,15 +24,14 @@ import qdrant_edge as qe
 
 from mindnet.errors import DataWriteError, MindnetError, StoreError
 from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, dimension_error, names, vector_names
+from mindnet.store.edge_pages import PAGE_BYTES, PAGE_POINTS, SCROLL_PAGE, CreateFailed, create_aside, pages
 from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, Where
 from mindnet.store.folder import FolderClaim, FolderMeta
 from mindnet.store.space import DEFAULT_MIN_FREE_MB, SpaceGuard, used_bytes
 
 log = logging.getLogger(__name__)
-PAGE = 2000
 # Edge needs some vector in a shard's config; notes and edges hold payload only, so theirs is an unused sparse one
-PAYLOAD_ONLY = {"_payload_only": qe.EdgeSparseVectorParams()}
-SCHEMAS = {"keyword": qe.PayloadSchemaType.Keyword, "bool": qe.PayloadSchemaType.Bool}
+PAYLOAD_ONLY = "_payload_only"
 REBUILD = "`mindnet ingest --full` rebuilds it from the vault and the embedding cache"
 
 
@@ -93,6 +92,12 @@ def _size_of(points: Sequence[Point]) -> int:
     return int(2 * per * len(points))
 
 
+def _bytes(p: Point) -> int:
+    """About the bytes of a point's payload and vectors (what a write call converts and stores)."""
+    return len(str(p.payload)) + 8 * len(p.dense if p.dense is not None else ()) \
+        + 12 * len(p.sparse.indices if p.sparse else ())
+
+
 def _point(p: Point) -> qe.Point:
     vector: dict[str, Any] = {}
     if p.dense is not None:
@@ -115,6 +120,7 @@ class EdgeStore(Store):
         self._meta = FolderMeta(self.folder)
         self._names = names(prefix)
         self._shards: dict[str, qe.EdgeShard] = {}
+        self._dirty: set[str] = set()       # shards written since their last flush
         self._closed = False
         self._space = SpaceGuard(self.folder, min_free_mb)
 
@@ -125,6 +131,9 @@ class EdgeStore(Store):
 
     def exists(self, kind: str) -> bool:
         return kind in self._shards or (self.path(kind) / "segments").is_dir()
+
+    def opened(self, kind: str) -> bool:
+        return kind in self._shards
 
     @contextmanager
     def _engine(self, kind: str) -> Iterator[None]:
@@ -162,21 +171,28 @@ class EdgeStore(Store):
         existing = self.dim()
         if existing is not None and existing != dim:
             raise dimension_error(self.prefix, existing, dim)
-        for kind in KINDS:
-            if self.exists(kind):
-                continue
-            if kind == "chunks":
-                config = qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
-                                       sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)})
-            else:
-                config = qe.EdgeConfig(sparse_vectors=PAYLOAD_ONLY)
-            path = self.path(kind)
-            if path.exists():        # a folder without segments (a create that died): start it afresh
-                shutil.rmtree(path)
-            shard = qe.EdgeShard.create(str(path), config)
-            for name, schema in PAYLOAD_INDEXES[kind].items():
-                shard.update(qe.UpdateOperation.create_field_index(name, SCHEMAS[schema]))
-            self._shards[kind] = shard
+        missing = [kind for kind in KINDS if not self.exists(kind)]
+        for kind in missing:
+            if self.path(kind).exists():        # a folder without segments (a create that died): start it afresh
+                shutil.rmtree(self.path(kind))
+        if missing:
+            # made by a child process (edge_pages): creating a shard and its payload indexes held this process's
+            # interpreter lock for 100-400 ms per call on a busy disk
+            try:
+                create_aside([(self.path(kind), dim if kind == "chunks" else None, DENSE,
+                               SPARSE if kind == "chunks" else PAYLOAD_ONLY, PAYLOAD_INDEXES[kind])
+                              for kind in missing])
+            except CreateFailed as exc:
+                for kind in missing:
+                    shutil.rmtree(self.path(kind), ignore_errors=True)
+                if "No space left on device" in str(exc) or "os error 28" in str(exc):
+                    raise DataWriteError(f"{self.folder}: the disk is full ({exc}); free some space on it, then run "
+                                         f"`mindnet ingest`", path=str(self.folder)) from exc
+                raise StoreError(f"{self.folder}: creating the {', '.join(missing)} collection failed ({exc}); "
+                                 f"check that the folder is writable, then run `mindnet ingest`") from exc
+            for kind in missing:
+                with self._engine(kind):
+                    self._shards[kind] = qe.EdgeShard.load(str(self.path(kind)), None)
         if existing is None:
             self._meta.update(self.prefix, dim=dim)
 
@@ -189,6 +205,7 @@ class EdgeStore(Store):
     def drop(self) -> None:
         for kind in KINDS:
             shard = self._shards.pop(kind, None)
+            self._dirty.discard(kind)
             if shard is not None:
                 shard.close()
             if self.path(kind).exists():
@@ -202,6 +219,11 @@ class EdgeStore(Store):
             return
         self._space.check(need=_size_of(points), what=f"write of {len(points)} {kind}")
         shared = SHARED_FIELDS.get(kind)
+        if len(points) > 1 and (len(points) > PAGE_POINTS or sum(map(_bytes, points)) > PAGE_BYTES):
+            for page in pages(points, max_bytes=PAGE_BYTES, size=_bytes):   # short engine calls (edge_pages)
+                self.upsert(kind, page)        # a page: one point, or within both bounds
+            return
+        self._dirty.add(kind)
         with self._engine(kind):
             shard = self._shard(kind)
             if shared is None or len(points) < 64:
@@ -227,29 +249,37 @@ class EdgeStore(Store):
         if vectors:
             dim = len(next(iter(vectors.values())))
             self._space.check(need=len(vectors) * dim * 8, what=f"write of {len(vectors)} vectors")
-            with self._engine(kind):
-                self._shard(kind).update(qe.UpdateOperation.update_vectors(
-                    [qe.PointVectors(uuid.UUID(pid), {DENSE: v.tolist() if isinstance(v, np.ndarray) else list(v)})
-                     for pid, v in vectors.items()]))
+            self._dirty.add(kind)
+            for page in pages(list(vectors.items())):
+                with self._engine(kind):
+                    self._shard(kind).update(qe.UpdateOperation.update_vectors(
+                        [qe.PointVectors(uuid.UUID(pid), {DENSE: v.tolist() if isinstance(v, np.ndarray) else list(v)})
+                         for pid, v in page]))
 
     def delete(self, kind: str, ids: Sequence[str]) -> None:
-        if ids:
+        self._dirty.update([kind] if ids else [])
+        for page in pages(ids):
             with self._engine(kind):
-                self._shard(kind).update(qe.UpdateOperation.delete_points([uuid.UUID(i) for i in ids]))
+                self._shard(kind).update(qe.UpdateOperation.delete_points([uuid.UUID(i) for i in page]))
 
     def delete_where(self, kind: str, where: Where) -> None:
-        with self._engine(kind):
-            self._shard(kind).update(qe.UpdateOperation.delete_points_by_filter(edge_filter(where)))
+        # the ids first, then deleted a page at a time: one delete by filter of a large note's edges is one
+        # long engine call (edge_pages)
+        self.delete(kind, [r.id for r in self.scroll(kind, where, payload=False)])
 
     def flush(self) -> None:
-        for kind, shard in self._shards.items():
+        """Make what was written durable. Only the shards written since their last flush: a flush holds the
+        interpreter lock for its whole length (10-200 ms on a busy disk, edge_pages)."""
+        for kind in [k for k in self._shards if k in self._dirty]:
             with self._engine(kind):
-                shard.flush()
+                self._shards[kind].flush()
+            self._dirty.discard(kind)
 
     def optimize(self) -> None:
         if self.exists("chunks"):
             # optimising rewrites segments beside the old ones: up to the collection's size again
             self._space.check(need=used_bytes(self.path("chunks")), what="optimisation of the chunks")
+            self._dirty.add("chunks")
             with self._engine("chunks"):
                 self._shard("chunks").optimize()
 
@@ -259,11 +289,13 @@ class EdgeStore(Store):
                  sparse: bool = False) -> list[Record]:
         if not ids:
             return []
-        with self._engine(kind):
-            points = self._shard(kind).retrieve([uuid.UUID(i) for i in ids], _selector(payload),
-                                                vector_names(dense, sparse))
-            wanted = bool(vector_names(dense, sparse))
-            return [_record(p, payload=payload, vectors=wanted) for p in points]
+        wanted, out = bool(vector_names(dense, sparse)), []
+        for page in pages(ids):
+            with self._engine(kind):
+                points = self._shard(kind).retrieve([uuid.UUID(i) for i in page], _selector(payload),
+                                                    vector_names(dense, sparse))
+                out += [_record(p, payload=payload, vectors=wanted) for p in points]
+        return out
 
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
                sparse: bool = False) -> Iterator[Record]:
@@ -272,7 +304,7 @@ class EdgeStore(Store):
         offset = None
         while True:
             with self._engine(kind):
-                points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=PAGE, filter=flt,
+                points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, filter=flt,
                                                                with_payload=selector, with_vector=vectors))
             for p in points:
                 yield _record(p, payload=payload, vectors=bool(vectors))
@@ -313,7 +345,10 @@ class EdgeStore(Store):
         return token if isinstance(token, str) and token else None
 
     def write_token(self, token: str | None) -> bool:
-        self.flush()        # the token vouches for what was written: make it durable first
+        if token is not None:
+            self.flush()    # the token vouches for what was written: make it durable first
+        # clearing it vouches for nothing (the next import reads the whole vault): no flush, which held the
+        # interpreter lock 100-200 ms at the start of every live import (drill, hostile notes)
         self._meta.update(self.prefix, token=token or None)
         return True
 

@@ -114,6 +114,11 @@ class Store(ABC):
     def complete(self) -> bool:
         return all(self.exists(k) for k in KINDS)
 
+    def opened(self, kind: str) -> bool:
+        """Whether this collection is open now, so that reading it costs no opening (an embedded shard takes
+        ~0.1 s to open, all of it holding the interpreter lock)."""
+        return True
+
     @abstractmethod
     def create(self, dim: int) -> None:
         """Create the missing collections (chunks with a `dim`-d cosine vector and the IDF sparse vector) and
