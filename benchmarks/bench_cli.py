@@ -101,7 +101,7 @@ def _serve(env: dict[str, str], work: Path) -> subprocess.Popen:
 
 def run(runs: int, embedding: str, before: Path | None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="mindnet-bench-cli-"))
-    here = Path(__file__).resolve().parents[2]
+    here = Path(__file__).resolve().parents[1]   # the checkout (benchmarks/ is in it)
     versions = {"now": _env(work, embedding, None)} | ({"before": _env(work, embedding, before)} if before else {})
     for root in [here, *([before] if before else [])]:
         compileall.compile_dir(str(root / "mindnet"), quiet=1)

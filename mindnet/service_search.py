@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from mindnet.indexing.pipeline import Importer
     from mindnet.indexing.progress import ImportProgress
     from mindnet.retrieval.query import QueryRequest
-    from mindnet.retrieval.retriever import MindnetRetriever, RetrievalResult
+    from mindnet.retrieval.retriever import RetrievalResult
+    from mindnet.retrieval.search import GraphSearch, SearchResult
     from mindnet.settings import Settings
 
 
@@ -30,7 +31,7 @@ class SearchMixin:
         _problems: dict[str, str]
 
         @property
-        def retriever(self) -> MindnetRetriever: ...
+        def searcher(self) -> GraphSearch: ...
 
         @property
         def importer(self) -> Importer: ...
@@ -40,12 +41,12 @@ class SearchMixin:
         return FlywheelLogs(self.settings.log_dir, history_max_mb=self.settings.history_max_mb,
                             history_keep=self.settings.history_keep)
 
-    def record(self, request: QueryRequest, result: RetrievalResult, *, source: str = "query",
+    def record(self, request: QueryRequest, result: SearchResult | RetrievalResult, *, source: str = "query",
                strategy: str | None = None) -> str:
         """Append the search and its hits (with their breakdowns) to search_history.jsonl; returns query_id."""
-        from mindnet.retrieval.results import hit_dict
+        from mindnet.retrieval.results import hit_dict, result_hits
         hits = [{k: h[k] for k in ("node_id", "note_id", "title", "score")} | {"breakdown": h["score_breakdown"] or {}}
-                for h in (hit_dict(n, explain=False) for n in result.nodes)]
+                for h in (hit_dict(n, explain=False) for n in result_hits(result))]
         return self.logs.record_search(request.query, mode=result.query.mode, source=source, hits=hits,
                                        strategy=strategy)
 
@@ -53,15 +54,15 @@ class SearchMixin:
         """Search, log (as coming from `source`: query, mcp, agent), and return the JSON-able result (query_id,
         hits with breakdowns and explanations)."""
         with self._first_import_note(), self._noting_damage():
-            result = self.retriever.search(request)
+            result = self.searcher.search(request)
         return self._result(request, result, source)
 
     async def aquery(self, request: QueryRequest, *, source: str = "query") -> dict:
         with self._first_import_note(), self._noting_damage():
-            result = await self.retriever.asearch(request)
+            result = await self.searcher.asearch(request)
         return self._result(request, result, source)
 
-    def _result(self, request: QueryRequest, result: RetrievalResult, source: str) -> dict:
+    def _result(self, request: QueryRequest, result: SearchResult, source: str) -> dict:
         from mindnet.retrieval.results import result_dict
         out = result_dict(result, query_id := self.record(request, result, source=source), explain=request.explain)
         if why := self.logs.unlogged(query_id):

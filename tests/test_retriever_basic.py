@@ -8,6 +8,7 @@ import pytest
 from retrieval_fixtures import NoteSpec, at_cos, link, make_retriever, note_order
 
 from mindnet.retrieval import retriever as retriever_module
+from mindnet.retrieval import search as search_module
 from mindnet.retrieval.query import QueryRequest
 
 SIMPLE = [NoteSpec("a", [at_cos(0.9)]), NoteSpec("b", [at_cos(0.7)]), NoteSpec("c", [at_cos(0.5)])]
@@ -25,7 +26,7 @@ def test_semantic_mode_never_calls_the_graph(monkeypatch: pytest.MonkeyPatch) ->
     def no_graph(*args: object, **kwargs: object) -> None:
         raise AssertionError("expand() called in semantic mode")
 
-    monkeypatch.setattr(retriever_module, "expand", no_graph)
+    monkeypatch.setattr(search_module, "expand", no_graph)
     result = make_retriever(SIMPLE, [link("a", "c")]).search(
         QueryRequest(query="q", mode="semantic", expand={"depth": 3}))
     assert "graph" not in result.trace

@@ -157,7 +157,7 @@ class VaultTools:
                                  "resolved": target is not None, "path": target.path if target else None,
                                  "title": target.title if target else None, "rule": e.get("rule_id"),
                                  "confidence": e.get("confidence")})
-        sub = m.retriever.neighbourhood([note.note_id], 1)
+        sub = m.searcher.neighbourhood([note.note_id], 1)
         into: dict[tuple, dict] = {}
         for e in sub.incoming(note.note_id):
             source = catalog.notes.get(e["note_id"])
@@ -170,7 +170,7 @@ class VaultTools:
     async def related(self, a: RelatedInput) -> dict[str, Any]:
         catalog = await self.catalog()
         m = self.mindnet
-        known = set(m.retriever.link_kinds())
+        known = set(m.searcher.link_kinds())
         unknown = [k for k in a.edge_kinds if k not in known]
         if unknown:
             raise QueryError(f"unknown link kind {unknown[0]!r}; the kinds are {', '.join(sorted(known))}",
@@ -182,7 +182,7 @@ class VaultTools:
             found = await self.search(SearchInput(query=a.query or "", top_k=5, depth=0))
             query_id = found["query_id"]
             seeds = [n.note_id for h in found["hits"] if (n := catalog.find(str(h["path"]))) is not None]
-        sub = await asyncio.to_thread(m.retriever.neighbourhood, seeds, a.depth, a.edge_kinds or None,
+        sub = await asyncio.to_thread(m.searcher.neighbourhood, seeds, a.depth, a.edge_kinds or None,
                                       max(4 * a.limit, 100))
         distance = distances(seeds, sub.edges)
         keep = sorted(distance, key=lambda n: (distance[n], n not in seeds))[:a.limit]
@@ -290,7 +290,7 @@ class VaultTools:
         from mindnet.analysis.apply import callout_block
         catalog = await self.catalog()
         note = self._find(catalog, a.note)
-        known = set(self.mindnet.retriever.link_kinds()) - {"mentions"}
+        known = set(self.mindnet.searcher.link_kinds()) - {"mentions"}
         pairs: list[tuple[str, str]] = []
         for i, link in enumerate(a.links):
             kind = link.kind.strip()
@@ -338,7 +338,7 @@ class VaultTools:
 
     async def _ready(self) -> None:
         """Open the index in a worker thread (the first call of a process), never on the event loop."""
-        await asyncio.to_thread(lambda: self.mindnet.retriever)
+        await asyncio.to_thread(lambda: self.mindnet.searcher)
 
     async def catalog(self) -> Catalog:
         await self._ready()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from statistics import mean
-
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from pydantic import BaseModel
+
+from mindnet.retrieval.hits import AGGREGATORS, NoteHit, aggregate
+
+__all__ = ["AGGREGATORS", "NoteHit", "aggregate_by_note", "rerank_head_tail"]
 
 
 def rerank_head_tail(nodes: list[NodeWithScore], reranker: BaseNodePostprocessor, *, limit: int,
@@ -28,29 +28,6 @@ def rerank_head_tail(nodes: list[NodeWithScore], reranker: BaseNodePostprocessor
     return out
 
 
-class NoteHit(BaseModel):
-    note_id: str
-    title: str
-    path: str
-    type: str
-    score: float
-    chunk_ids: list[str]
-
-
-AGGREGATORS = {"sum": sum, "max": max, "mean": mean}
-
-
 def aggregate_by_note(nodes: list[NodeWithScore], method: str = "max") -> list[NoteHit]:
     """Note-level results: each note's score is the sum, max or mean of its chunks' scores."""
-    groups: dict[str, list[NodeWithScore]] = defaultdict(list)
-    for n in nodes:
-        groups[n.node.metadata.get("note_id", n.node.node_id)].append(n)
-    hits = []
-    for note_id, chunks in groups.items():
-        meta = chunks[0].node.metadata
-        score = float(AGGREGATORS[method]([c.score or 0.0 for c in chunks]))
-        hits.append(NoteHit(note_id=note_id, title=meta.get("title", ""), path=meta.get("path", ""),
-                            type=meta.get("type", ""), score=score,
-                            chunk_ids=[c.node.metadata.get("chunk_id", c.node.node_id) for c in chunks]))
-    hits.sort(key=lambda h: (-h.score, h.note_id))
-    return hits
+    return aggregate(((n.node.node_id, n.node.metadata, n.score) for n in nodes), method)

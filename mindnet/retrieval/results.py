@@ -6,10 +6,13 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:     # a CLI that renders a server's answer imports no LlamaIndex
+from mindnet.retrieval.hits import Hit
+
+if TYPE_CHECKING:     # a CLI (its own search, or a server's answer) imports no LlamaIndex
     from llama_index.core.schema import NodeWithScore
 
     from mindnet.retrieval.retriever import RetrievalResult
+    from mindnet.retrieval.search import SearchResult
 
 
 # words not worth marking in a passage (the chat UI's sources, the CLI's excerpts)
@@ -41,13 +44,17 @@ def shown_name(hit: Mapping[str, Any]) -> str:
     return f"{name} ({beside})" if beside else name
 
 
-def hit_dict(n: NodeWithScore, *, explain: bool = True) -> dict[str, Any]:
-    meta = n.node.metadata
+def hit_dict(n: Hit | NodeWithScore, *, explain: bool = True) -> dict[str, Any]:
+    """A hit (mindnet's own, or a LlamaIndex node from `MindnetRetriever`) as the JSON the API returns."""
+    if isinstance(n, Hit):
+        meta, node_id, text = n.metadata, n.node_id, n.text
+    else:
+        meta, node_id, text = n.node.metadata, n.node.node_id, n.node.get_content()
     hit = {
-        "node_id": meta.get("chunk_id", n.node.node_id), "note_id": meta.get("note_id"),
+        "node_id": meta.get("chunk_id", node_id), "note_id": meta.get("note_id"),
         "title": meta.get("title"), "names": list(meta.get("names") or []), "path": meta.get("path"),
         "type": meta.get("type"),
-        "heading_path": meta.get("heading_path", []), "score": n.score, "text": meta.get("text", n.node.get_content()),
+        "heading_path": meta.get("heading_path", []), "score": n.score, "text": meta.get("text", text),
         "score_breakdown": meta.get("score_breakdown"),
     }
     if "passages" in meta:
@@ -57,10 +64,15 @@ def hit_dict(n: NodeWithScore, *, explain: bool = True) -> dict[str, Any]:
     return hit
 
 
-def result_dict(result: RetrievalResult, query_id: str, *, explain: bool = True) -> dict[str, Any]:
+def result_hits(result: SearchResult | RetrievalResult) -> list[Hit] | list[NodeWithScore]:
+    """The hits of `GraphSearch.search`, or the nodes of `MindnetRetriever.search`."""
+    return result.hits if hasattr(result, "hits") else result.nodes
+
+
+def result_dict(result: SearchResult | RetrievalResult, query_id: str, *, explain: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"query_id": query_id, "mode": result.query.mode, "top_k": result.query.top_k,
                            "group": result.query.group,
-                           "hits": [hit_dict(n, explain=explain) for n in result.nodes], "trace": result.trace}
+                           "hits": [hit_dict(n, explain=explain) for n in result_hits(result)], "trace": result.trace}
     if result.notes is not None:
         out["notes"] = [h.model_dump() for h in result.notes]
     return out

@@ -1,6 +1,6 @@
-"""Node building for `MindnetRetriever`: rank the fused candidates by `MindnetScorer`, then build LlamaIndex nodes
-(with score breakdown and explanation) only for the ones shown: one per note when grouping by note, its other
-matching chunks listed under it as `passages`.
+"""Ranking for `GraphSearch`: rank the fused candidates by the formula (`HitScorer`), then build hits (with score
+breakdown and explanation) only for the ones shown: one per note when grouping by note, its other matching
+chunks listed under it as `passages`. Plain data: `MindnetRetriever` wraps the hits into LlamaIndex nodes.
 """
 
 from __future__ import annotations
@@ -9,13 +9,11 @@ from collections import ChainMap
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
-from llama_index.core.schema import NodeWithScore
-from llama_index.core.vector_stores.utils import metadata_dict_to_node
-
 from mindnet.retrieval.candidates import Candidate
 from mindnet.retrieval.graph import Subgraph
+from mindnet.retrieval.hit_scorer import SEMANTIC_KEY, HitScorer
+from mindnet.retrieval.hits import Hit, chunk_text, hit_from_payload
 from mindnet.retrieval.query import ResolvedQuery
-from mindnet.retrieval.scorer import SEMANTIC_KEY, MindnetScorer
 from mindnet.retrieval.scoring import ScoreBreakdown, rank_key
 
 MAX_PASSAGES = 5        # other matching chunks listed under a note-level hit
@@ -25,38 +23,33 @@ def passage(payload: dict[str, Any], point_id: str, score: float) -> dict[str, A
     """One of a note's other matching chunks, straight from its payload: listed under the note's hit, it needs
     no node or explanation of its own (building those for every passage cost more than the graph, measured on
     the sample vault: ~32 passages per query)."""
-    text = payload.get("text")
-    if text is None:
-        text = metadata_dict_to_node(payload).get_content()
+    text = chunk_text(payload)
     return {"node_id": payload.get("chunk_id", point_id), "ord": payload.get("ord", 0),
             "heading_path": payload.get("heading_path", []), "score": score, "text": text}
 
 
-def with_passages(head: NodeWithScore, passages: list[dict[str, Any]]) -> NodeWithScore:
+def with_passages(head: Hit, passages: list[dict[str, Any]]) -> Hit:
     """The note-level hit: its best chunk, with the note's other matching chunks in reading order as
-    metadata `passages` (kept out of the LLM and embedding metadata text)."""
-    node = head.node.model_copy()
-    node.metadata = {**node.metadata, "passages": sorted(passages, key=lambda p: p["ord"])}
-    node.excluded_llm_metadata_keys = list(dict.fromkeys([*node.excluded_llm_metadata_keys, "passages"]))
-    node.excluded_embed_metadata_keys = list(dict.fromkeys([*node.excluded_embed_metadata_keys, "passages"]))
-    return NodeWithScore(node=node, score=head.score)
+    metadata `passages` (kept out of the LLM and embedding metadata text by `MindnetRetriever`)."""
+    return Hit(node_id=head.node_id, text=head.text, score=head.score, payload=head.payload,
+               metadata={**head.metadata, "passages": sorted(passages, key=lambda p: p["ord"])})
 
 
-def to_node(c: Candidate, *, hybrid: bool) -> NodeWithScore:
+def to_hit(c: Candidate, *, hybrid: bool) -> Hit:
     """`lexical` is None in semantic mode: no BM25 score was computed, so none is shown."""
-    node = metadata_dict_to_node(c.payload)
-    node.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense if c.embedded else None,
-                                   "lexical": c.lexical if hybrid else None, "via_graph": c.via_graph,
-                                   "embedded": c.embedded}
-    return NodeWithScore(node=node, score=c.semantic)
+    hit = hit_from_payload(c.payload, c.semantic)
+    hit.metadata[SEMANTIC_KEY] = {"semantic": c.semantic, "dense": c.dense if c.embedded else None,
+                                  "lexical": c.lexical if hybrid else None, "via_graph": c.via_graph,
+                                  "embedded": c.embedded}
+    return hit
 
 
-def score_nodes(q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | None, *, scorer: MindnetScorer,
-                other_types_weight: float, rerank_limit: int, link_titles: Mapping[str, str] | None,
-                complete: Callable[[list[Candidate]], None]) -> tuple[list[NodeWithScore], list[NodeWithScore]]:
-    """Rank every candidate by the formula (with the graph's lift cap), then build nodes and explanations only
-    for the ones shown. Returns the shown nodes (one per note when grouping by note, its other matching
-    chunks as `passages`) and, for per-note aggregation, every chunk node.
+def score_hits(q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | None, *, scorer: HitScorer,
+               other_types_weight: float, rerank_limit: int, link_titles: Mapping[str, str] | None,
+               complete: Callable[[list[Candidate]], None]) -> tuple[list[Hit], list[Hit]]:
+    """Rank every candidate by the formula (with the graph's lift cap), then build hits and explanations only
+    for the ones shown. Returns the shown hits (one per note when grouping by note, its other matching
+    chunks as `passages`) and, for per-note aggregation, every chunk's hit.
 
     `link_titles`: every note's title, from the link graph (None without a subgraph); `complete` reads the full
     payload of the brief candidates about to be shown."""
@@ -76,15 +69,18 @@ def score_nodes(q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | N
                     key=lambda r: (*rank_key(r[1][0]), str(r[0].payload.get("chunk_id", r[0].point_id))))
     # every note's title names the other ends of edges; the hits' own titles are added on top (no copy)
     titles: MutableMapping[str, str] = ChainMap({}, link_titles) if link_titles is not None else {}
-    finished: dict[str, NodeWithScore] = {}
+    finished: dict[str, Hit] = {}
 
-    def node(item: tuple[Candidate, tuple[ScoreBreakdown, str | None]]) -> NodeWithScore:
+    def node(item: tuple[Candidate, tuple[ScoreBreakdown, str | None]]) -> Hit:
         c, (b, by) = item
         if c.point_id not in finished:
             titles.setdefault(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
-            finished[c.point_id] = scorer.finish(to_node(c, hybrid=hybrid).node, b, subgraph, titles, by, asked)
+            hit = to_hit(c, hybrid=hybrid)
+            hit.metadata = scorer.result_metadata(hit.metadata, hit.node_id, b, subgraph, titles, by, asked)
+            hit.score = b.total
+            finished[c.point_id] = hit
             if not c.embedded:
-                finished[c.point_id].node.metadata["explanation"]["reasons"].insert(
+                finished[c.point_id].metadata["explanation"]["reasons"].insert(
                     1, "not embedded yet (the import is still adding vectors): ranked by keywords and links only")
         return finished[c.point_id]
 
