@@ -98,14 +98,26 @@ def lexical_scores(store: Store, cands: list[Candidate], sparse_queries: list[Sp
     if not cands:
         return
     by_id = {c.point_id: c for c in cands}
-    restrict = Where(ids=tuple(by_id)).and_(flt)
+    for pid, share in lexical_shares(store, tuple(by_id), sparse_queries, lexical_max, flt).items():
+        by_id[pid].lexical = max(by_id[pid].lexical, share)
+
+
+def lexical_shares(store: Store, ids: tuple[str, ...], sparse_queries: list[Sparse], lexical_max: list[float],
+                   flt: Where | None) -> dict[str, float]:
+    """The best normalised BM25 (score / the query's best, at most 1) of each of `ids` over the sparse queries;
+    ids no query matches are left out."""
+    shares: dict[str, float] = {}
+    if not ids:
+        return shares
+    restrict = Where(ids=ids).and_(flt)
     for sv, top in zip(sparse_queries, lexical_max, strict=True):
         if top <= 0:
             continue
-        for r in store.search_sparse(sv, len(by_id), restrict):
-            c = by_id.get(r.id)
-            if c is not None:
-                c.lexical = max(c.lexical, min(1.0, r.score / top))
+        for r in store.search_sparse(sv, len(ids), restrict):
+            share = min(1.0, r.score / top)
+            if share > shares.get(r.id, 0.0):
+                shares[r.id] = share
+    return shares
 
 
 def graph_candidates(store: Store, graph: LinkGraph, subgraph: Subgraph, cands: dict[str, Candidate],
@@ -115,13 +127,14 @@ def graph_candidates(store: Store, graph: LinkGraph, subgraph: Subgraph, cands: 
     scores every chunk of those notes (a dense search restricted to them per query vector; the chunks not
     embedded yet by a filtered read, when `unembedded_chunks`), returning ids and scores only: the graph knows
     each chunk's note and ranking fields, so no payload is read until a hit is shown. The first of the highest
-    dense + lexical per note is kept."""
+    dense + lexical per note is kept; only those become candidates."""
     have = {c.payload.get("note_id") for c in cands.values()}
     # past the cap, the notes most central to the hits come first
     new_notes = sorted(subgraph.notes - have, key=lambda n: (-subgraph.centrality_bonus(n), n))[:max_nodes]
-    ids = tuple(pid for n in new_notes for _, pid in graph.notes.get(n, {}).get("chunks", ()))
-    if not ids:
+    chunk_of = {pid: (n, cid) for n in new_notes for cid, pid in graph.notes.get(n, {}).get("chunks", ())}
+    if not chunk_of:
         return []
+    ids = tuple(chunk_of)
     where = Where(ids=ids).and_(flt)
     dense: dict[str, float] = {}
     for vec in dense_vecs:
@@ -129,15 +142,17 @@ def graph_candidates(store: Store, graph: LinkGraph, subgraph: Subgraph, cands: 
             dense[r.id] = max(dense.get(r.id, -1.0), float(r.score))
     unembedded = [r.id for r in store.scroll("chunks", where.and_(WITHOUT_DENSE), payload=False)] \
         if unembedded_chunks else []      # phase 2 has not embedded them yet: keywords and links only
-    found = [Candidate(pid, graph.brief_payload(pid) or {}, None, dense=dense.get(pid, 0.0), via_graph=True,
-                       embedded=pid in dense, brief=True) for pid in sorted({*dense, *unembedded})]
-    lexical_scores(store, found, pool.sparse_queries, pool.lexical_max, None)
-    best: dict[str, Candidate] = {}
-    for c in found:         # in point-id order: ties go to the same chunk on both engines
-        nid = c.payload.get("note_id")
-        if nid is not None and (nid not in best or (c.dense + c.lexical) > (best[nid].dense + best[nid].lexical)):
-            best[nid] = c
-    return list(best.values())
+    found = sorted({*dense, *unembedded})
+    lexical = lexical_shares(store, tuple(found), pool.sparse_queries, pool.lexical_max, None)
+    best: dict[str, tuple[float, str]] = {}
+    for pid in found:       # in point-id order: ties go to the same chunk on both engines
+        nid = chunk_of[pid][0]
+        score = dense.get(pid, 0.0) + lexical.get(pid, 0.0)
+        if nid not in best or score > best[nid][0]:
+            best[nid] = (score, pid)
+    return [Candidate(pid, graph.brief_payload(*chunk_of[pid]), None, dense=dense.get(pid, 0.0),
+                      lexical=lexical.get(pid, 0.0), via_graph=True, embedded=pid in dense, brief=True)
+            for _, pid in best.values()]
 
 
 def complete(store: Store, cands: Iterable[Candidate]) -> None:

@@ -119,16 +119,27 @@ class Subgraph:
             top = self._memo["top"] = max(self.seeds.values(), default=0.0)
         return min(1.0, max(0.0, self.seeds.get(seed, 0.0) / top)) if top > 0 else 1.0
 
+    def sources(self, note_id: str) -> dict[str, float]:
+        """The notes linking to `note_id` in the subgraph, each with its link's confidence. Read from the graph
+        once per query into plain dicts: scoring asks for every candidate (a networkx edge view per call cost
+        more than the rest of the formula)."""
+        into = self._memo.get("into")
+        if into is None:
+            into = self._memo["into"] = {}
+            for src, dst, conf in self.graph.edges(data="confidence"):
+                into.setdefault(dst, {})[src] = conf
+        return into.get(note_id, {})
+
     def linkers(self, note_id: str) -> list[str]:
         """Seed notes with some relevance and a link into `note_id`, most relevant first (a new list)."""
-        if note_id not in self.graph:
-            return []
         key = ("linkers", note_id)
-        if key not in self._memo:
-            found = {src for src, _ in self.graph.in_edges(note_id)
-                     if self.seeds.get(src, 0.0) > 0 and src != note_id}
-            self._memo[key] = sorted(found, key=lambda s: (-self.seeds[s], s))
-        return list(self._memo[key])
+        found = self._memo.get(key)
+        if found is None:
+            seeds = self.seeds
+            found = self._memo[key] = sorted((src for src in self.sources(note_id)
+                                              if src != note_id and seeds.get(src, 0.0) > 0),
+                                             key=lambda s: (-seeds[s], s))
+        return list(found)
 
     def edge_bonus(self, note_id: str) -> float:
         """B_edge (see the module docstring): each linking seed counts once, by its strongest edge, weighted by
@@ -138,8 +149,8 @@ class Subgraph:
         if note_id not in self.graph or not self.seeds:
             return 0.0
         spec_in = self.stats.spec_in(note_id)
-        total = sum(min(1.0, self.graph[s][note_id]["confidence"]) * self.relevance(s) * self.stats.spec_out(s)
-                    for s in self.linkers(note_id))
+        into = self.sources(note_id)
+        total = sum(min(1.0, into[s]) * self.relevance(s) * self.stats.spec_out(s) for s in self.linkers(note_id))
         return min(1.0, max(0.0, total - self.stats.chance * self.expected_linkers(note_id)) * spec_in)
 
     @property
@@ -353,21 +364,16 @@ class LinkGraph:
     stats: GraphStats
     titles: dict[str, str]
     notes: dict[str, dict] = field(default_factory=dict)      # note id -> its meta (graph_file.note_meta)
-    chunk_of: dict[str, tuple[str, str]] = field(default_factory=dict)   # point id -> (note id, chunk id)
 
     @classmethod
     def from_data(cls, data: GraphData, hub_degree: float = 10.0, chance: float = 0.0) -> LinkGraph:
         notes = dict(zip(data.note_ids, data.note_meta, strict=True))
-        chunk_of = {pid: (nid, cid) for nid, meta in notes.items() for cid, pid in meta["chunks"]}
         return cls(EdgeIndex.from_data(data), GraphStats.from_data(data, hub_degree, chance),
-                   dict(zip(data.note_ids, data.titles, strict=True)), notes, chunk_of)
+                   dict(zip(data.note_ids, data.titles, strict=True)), notes)
 
-    def brief_payload(self, point_id: str) -> dict | None:
-        """A chunk's ranking fields (what `collections.BRIEF_FIELDS` reads from its payload), or None."""
-        if point_id not in self.chunk_of:
-            return None
-        nid, cid = self.chunk_of[point_id]
-        meta = self.notes[nid]
-        return {"chunk_id": cid, "note_id": nid, "title": self.titles.get(nid, ""), "type": meta["type"],
-                "path": meta["path"], "tags": meta["tags"], "retriever_weight": meta["retriever_weight"],
-                "lang": meta["lang"]}
+    def brief_payload(self, note_id: str, chunk_id: str) -> dict:
+        """A chunk's ranking fields (what `collections.BRIEF_FIELDS` reads from its payload): its note's."""
+        meta = self.notes[note_id]
+        return {"chunk_id": chunk_id, "note_id": note_id, "title": self.titles.get(note_id, ""),
+                "type": meta["type"], "path": meta["path"], "tags": meta["tags"],
+                "retriever_weight": meta["retriever_weight"], "lang": meta["lang"]}

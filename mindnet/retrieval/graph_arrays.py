@@ -96,18 +96,21 @@ def pagerank(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, al
              personalization: np.ndarray | None = None, max_iter: int = 200, tol: float = 1e-8) -> np.ndarray:
     """networkx's `pagerank` (same iteration, dangling mass to the personalisation, stop at L1 change < n * tol)
     over the weighted directed graph of `n` nodes given as edge arrays (one edge per node pair)."""
-    from scipy import sparse  # only when a graph is built: `check` and a plain start read the file
     if n == 0:
         return np.zeros(0)
     out_weight = np.bincount(src, weights=weight, minlength=n)
     scale = np.divide(1.0, out_weight, out=np.zeros(n), where=out_weight != 0)
-    transition = sparse.csr_array((weight * scale[src], (dst, src)), shape=(n, n))   # x @ P as P^T x
+    # x @ P as P^T x: the edges sorted by (target, source), each target's terms added one after another in that
+    # order (bincount), as a CSR matrix-vector product adds them; numpy only (scipy cost the first search 0.35 s)
+    order = np.lexsort((src, dst))
+    rows, cols, values = dst[order], src[order], (weight * scale[src])[order]
     p = np.full(n, 1.0 / n) if personalization is None else personalization / personalization.sum()
     dangling = np.flatnonzero(out_weight == 0)
     x = np.full(n, 1.0 / n)
     for _ in range(max_iter):
         last = x
-        x = alpha * (transition @ last + last[dangling].sum() * p) + (1 - alpha) * p
+        x = alpha * (np.bincount(rows, weights=values * last[cols], minlength=n) + last[dangling].sum() * p) \
+            + (1 - alpha) * p
         if np.abs(x - last).sum() < n * tol:
             return x
     log.warning("PageRank did not converge in %d iterations (n=%d); using the last iterate", max_iter, n)

@@ -59,8 +59,7 @@ def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph 
     for i in order:
         note, b = entries[i]
         if b.edge_term + b.centrality_term > 0:
-            leaders = [src for src, _ in subgraph.graph.in_edges(note) if src in final and src != note] \
-                if note in subgraph.graph else []
+            leaders = [src for src in subgraph.sources(note) if src in final and src != note]
             leaders = leaders or [s for s in subgraph.seeds if s in final and s != note]
             if leaders:
                 best = max(leaders, key=lambda n: (final[n], n))
