@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from helpers_vault import imported_sample_vault
 
 from mindnet.api import create_app
-from mindnet.retrieval.retriever import MindnetRetriever
+from mindnet.retrieval.search import GraphSearch
 from mindnet.service import Mindnet
 
 BOUND_S = 60     # no answer by then: it queued behind the held searches (they are held longer than this)
@@ -37,14 +37,14 @@ def _until(check, timeout: float) -> bool:
 
 def test_health_answers_while_every_request_thread_runs_a_search(settings, monkeypatch: pytest.MonkeyPatch) -> None:
     release, held = threading.Event(), []
-    real_search = MindnetRetriever.search
+    real_search = GraphSearch.search
 
-    def held_search(self, request):   # noqa: ANN001, ANN202 - the retriever's signature
+    def held_search(self, request):   # noqa: ANN001, ANN202 - the search's signature
         held.append(request)
         release.wait(BOUND_S * 2)
         return real_search(self, request)
 
-    monkeypatch.setattr(MindnetRetriever, "search", held_search)
+    monkeypatch.setattr(GraphSearch, "search", held_search)
     workers = min(32, (os.cpu_count() or 1) + 4)      # the default executor's size (RequestThreads)
     app = Mindnet(settings)
     app.warm()
