@@ -110,15 +110,17 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
     # agents: the MCP server over streamable HTTP at /mcp, on the same open index (mindnet.agents.mcp_server)
     from mindnet.agents.mcp_server import McpEndpoint
     mcp = McpEndpoint(mindnet)
-    health_threads = RequestThreads(max_workers=1, thread_name_prefix="mindnet-health")   # /health's own
+    health_threads: list[RequestThreads] = []     # /health's own thread, made for each run of the app
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         asyncio.get_running_loop().set_default_executor(RequestThreads(thread_name_prefix="mindnet-request"))
+        health_threads[:] = [RequestThreads(max_workers=1, thread_name_prefix="mindnet-health")]
         try:
             async with mcp.running():
                 yield
         finally:
+            health_threads.pop().shutdown()     # its idle worker would count as a call still running at the stop
             if ui:
                 from mindnet.ui.threads import close_data_layers
                 await close_data_layers()
@@ -165,7 +167,8 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
         def look() -> tuple[dict[str, int], list[str]]:
             return (m.last_counts if importing else m.counts(wait=False)), m.problems()
         # a thread of its own: the request threads may all be busy with searches (8 clients in the drill)
-        counts, problems = await asyncio.get_running_loop().run_in_executor(health_threads, look)
+        own = health_threads[0] if health_threads else None      # None: the default executor (no lifespan ran)
+        counts, problems = await asyncio.get_running_loop().run_in_executor(own, look)
         body = {"status": "degraded" if problems else "ok", "problems": problems, "importing": importing,
                 "opening": m.opening, "searchable": m.searchable, "searching_from": "index" if m.opened else None,
                 "engine": m.engine,
