@@ -333,15 +333,7 @@ class SecurityMiddleware:
         problem = _body_problem(body)
         if problem:
             return 422, "invalid request", problem
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-        return replay
+        return replayed(body, receive)
 
     async def _refuse(self, scope: Scope, send: Send, status: int, error: str, detail: str) -> None:
         log.warning("refused %s %s: %s", scope.get("method", "WEBSOCKET"), scope.get("path"), detail)
@@ -355,6 +347,19 @@ class SecurityMiddleware:
             headers.append((b"www-authenticate", b'Bearer realm="mindnet"'))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def replayed(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the app after a middleware read the body: the body once, then what the client sends next."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+    return replay
 
 
 async def _replay(message: Message) -> Message:

@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mindnet.data_folder import private_dir
+from mindnet.security import replayed
 from mindnet.service import Mindnet
 from mindnet.ui.registry import set_mindnet
 
@@ -194,19 +195,6 @@ async def read_body(receive: Receive) -> bytes | None:
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def replayed(body: bytes, receive: Receive) -> Receive:
-    """`receive` for the app after the body was read: the body once, then what the client sends next."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-    return replay
 
 
 def require_token_login(token: str) -> None:
