@@ -11,13 +11,13 @@ keeps its query_id in its metadata, and the thread store hands Chainlit the answ
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import chainlit as cl
 
 from mindnet.logs import FEEDBACK_REASONS, GENERATED_ANSWER
 from mindnet.ui.registry import get_mindnet
+from mindnet.ui.resume import stored_metadata
 
 ELEMENT = "AnswerRating"
 
@@ -44,13 +44,7 @@ def step_query_id(step: dict[str, Any]) -> str:
     """The query_id a stored answer was shown with ("" for other steps)."""
     if step.get("type") != "assistant_message":
         return ""
-    metadata = step.get("metadata") or {}
-    if isinstance(metadata, str):      # the SQLite data layer gives it back as JSON text
-        try:
-            metadata = json.loads(metadata)
-        except ValueError:
-            return ""
-    return str(metadata.get("query_id") or "") if isinstance(metadata, dict) else ""
+    return str(stored_metadata(step).get("query_id") or "")
 
 
 def rating_elements(thread: dict[str, Any], latest: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
