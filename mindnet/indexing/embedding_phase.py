@@ -79,12 +79,14 @@ class EmbeddingPhase:
     on_embedded: Callable[[], None]
     _state: IndexState | None
     _token: str | None
+    _summary_vectors: bool
     _save_manifest: Callable[[IndexState], None]     # StateKeeper's
 
     async def _phase2(self, report: ImportReport, *, progress: Progress | None,
                       should_stop: Callable[[], bool] | None, skip: set[str] | frozenset = frozenset()) -> None:
-        if not self.store_open and self._state is not None and self._state.vectors_complete:
-            return      # the manifest, current by the folder's token, says every chunk has its vector
+        if not self.store_open and (self._summary_vectors or self._state is not None
+                                    and self._state.vectors_complete):
+            return      # the manifest (or its summary), current by the folder's token: every chunk has its vector
         with self.lock:
             if not self.store.exists("chunks"):
                 return

@@ -19,8 +19,10 @@ from mindnet.indexing.planning import PlannedNote, VaultPlan, config_key, entry_
 from mindnet.indexing.progress import ImportProgress
 from mindnet.indexing.report import ImportReport
 from mindnet.indexing.state import REBUILDING, IndexState, NoteEntry, new_token
+from mindnet.indexing.summary import add_totals, drop_summary, read_summary, report_unchanged, write_summary
 from mindnet.store import collections as coll
 from mindnet.store.folder import FolderClaim, held_by_other, read_token
+from mindnet.vault.scan import Issue, stat_notes
 
 if TYPE_CHECKING:
     from mindnet.backends import Embedder
@@ -73,6 +75,7 @@ class StateKeeper:
     _state: IndexState | None
     _token: str | None
     _backlog: dict[str, PlannedNote]
+    _summary_vectors: bool = False   # this run found nothing changed by the summary: every chunk has its vector
     progress: ImportProgress
 
     def _trusted_state(self) -> IndexState | None:
@@ -90,17 +93,37 @@ class StateKeeper:
         self._state, self._token, self._backlog = state, (token if state else None), {}
         return state
 
-    def _offline_state(self) -> IndexState | None:
-        """Before the index is opened: the manifest, if the token in the index folder's mindnet.json matches it."""
+    def _offline_token(self) -> str | None:
+        """Before the index is opened: the token in the index folder's mindnet.json, if every collection's
+        folder is there (else the index is opened and the whole vault planned)."""
         if self.store_open or self.local_folder is None or self.manifest is None:
             return None
         if not all((self.local_folder / name / "segments").is_dir() for name in coll.names(self.prefix).values()):
-            return None     # a collection's folder is gone: the index is opened and the whole vault planned
-        token = read_token(self.local_folder, self.prefix)
-        key = config_key(self.types, self.embedder.key)
-        if token is None:
             return None
-        state = IndexState.load(self.manifest, token, key)
+        return read_token(self.local_folder, self.prefix)
+
+    def _unchanged_by_summary(self, vault: Path, report: ImportReport
+                              ) -> tuple[bool, tuple[dict, list[Issue]] | None]:
+        """Before the index is opened: True when the manifest's summary says nothing changed (`report` is then
+        filled), without loading the manifest; else False and the vault's stat scan, when one was made."""
+        token = self._offline_token()
+        summary = read_summary(self.manifest, token, config_key(self.types, self.embedder.key)) \
+            if token is not None and self.manifest is not None else None
+        if summary is None:
+            return False, None
+        scanned = stat_notes(vault, self.types.exclude)
+        if not report_unchanged(summary, *scanned, report):
+            return False, scanned
+        self._summary_vectors = True    # written only when every chunk had its vector (see `_phase2`)
+        self.progress.update(notes_total=report.notes)
+        return True, None
+
+    def _offline_state(self) -> IndexState | None:
+        """Before the index is opened: the manifest, if the token in the index folder's mindnet.json matches it."""
+        token = self._offline_token()
+        if token is None or self.manifest is None:
+            return None
+        state = IndexState.load(self.manifest, token, config_key(self.types, self.embedder.key))
         if state is not None:
             self._state, self._token, self._backlog = state, token, {}
         return state
@@ -108,10 +131,10 @@ class StateKeeper:
     def _commit(self, state: IndexState) -> None:
         """Keep `state` as what the index holds: in memory, in the manifest, and as the index's token."""
         token = new_token()
-        self._state, self._token = state, None
+        self._state, self._token, self._summary_vectors = state, None, False
         if self.manifest is not None:
             try:
-                state.save(self.manifest, token)
+                self._save_with_summary(state, token)
             except OSError as exc:
                 log.warning("could not write the import manifest %s (%s); the next run reads the whole vault",
                             self.manifest, exc)
@@ -129,11 +152,18 @@ class StateKeeper:
             self.store.write_token(None)
         self._token = None
 
+    def _save_with_summary(self, state: IndexState, token: str) -> None:
+        assert self.manifest is not None
+        drop_summary(self.manifest)
+        state.save(self.manifest, token)
+        if self.local_folder is not None:   # only an embedded index is checked without opening it
+            write_summary(self.manifest, state, token)
+
     def _save_manifest(self, state: IndexState) -> None:
         """The same index (same token), entries refreshed (touched files, vectors complete)."""
         if self.manifest is not None and self._token is not None:
             try:
-                state.save(self.manifest, self._token)
+                self._save_with_summary(state, self._token)
             except OSError as exc:
                 log.warning("could not write the import manifest %s (%s)", self.manifest, exc)
 
@@ -171,23 +201,19 @@ class StateKeeper:
         return state
 
     def _totals(self, report: ImportReport, state: IndexState) -> None:
-        failed = {i.path for i in report.skipped}
-        for entry in state.entries.values():
-            if entry.path in failed:
-                continue
-            report.chunks += entry.chunks
-            report.edges_by_kind.update(entry.kinds)
-            if mentioned := entry.kinds.get("mentions", 0):
-                report.mention_edges += mentioned
-                report.mention_sources[entry.path] = mentioned
-            report.unresolved += [(entry.path, u) for u in entry.unresolved]
-            report.add_links(entry.path, entry.link_counts)
+        add_totals(report, state)
 
-    def _finish_unchanged(self, report: ImportReport, plan: VaultPlan, state: IndexState) -> None:
-        """Nothing to write: the report from the state alone."""
+    def _finish_unchanged(self, report: ImportReport, plan: VaultPlan | None, state: IndexState | None) -> bool:
+        """When `plan` has nothing to write: the report from the state alone (and the manifest's summary, which
+        was missing or stale, written for the next run), and True."""
+        if plan is None or state is None or plan.planned or plan.gone:
+            return False
         report.issues.extend(plan.issues)
         report.planned, report.notes, report.unchanged = "changes", plan.notes, plan.notes
         self.progress.update(notes_total=plan.notes)
         if plan.touched:
             self._save_manifest(state)
+        elif self.manifest is not None and self._token is not None and self.local_folder is not None:
+            write_summary(self.manifest, state, self._token)
         self._totals(report, state)
+        return True

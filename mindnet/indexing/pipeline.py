@@ -186,7 +186,7 @@ class Importer(StateKeeper, IndexWriter, EmbeddingPhase):
         # phase 2 begins beside phase 1: a worker embeds the chunks of the notes already written
         worker = EmbeddingWorker(self) if embed and self.overlap and feed is None else None
         self._feed = feed or (worker.feed if worker else None)
-        self._fed = set()
+        self._fed, self._summary_vectors = set(), False
         try:
             # a rebuild drops the index: searches are refused at once (IndexRebuildingError: `rebuilding`) until
             # its phase 1 has written every note, instead of waiting or finding the index half empty
@@ -222,13 +222,13 @@ class Importer(StateKeeper, IndexWriter, EmbeddingPhase):
         state = plan = None
         if not full and not self.store_open:
             with folder_claim(self.local_folder) as free:   # as exclusive as opening it, while we read
-                state = self._offline_state() if free else None
-                plan = plan_changes(vault, self.types, state, parser=self._parser, model_key=self.embedder.key) \
-                    if state is not None else None
-            if plan is not None and not plan.planned and not plan.gone:
-                self._finish_unchanged(report, plan, state)
-                report.seconds_phase1 = time.perf_counter() - start1
-                return
+                done, scanned = self._unchanged_by_summary(vault, report) if free else (False, None)
+                state = self._offline_state() if free and not done else None
+                plan = plan_changes(vault, self.types, state, parser=self._parser, model_key=self.embedder.key,
+                                    scanned=scanned) if state is not None else None
+                if done or self._finish_unchanged(report, plan, state):
+                    report.seconds_phase1 = time.perf_counter() - start1
+                    return
         if plan is None:
             with self.lock:
                 state = None if full else self._trusted_state()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 import unicodedata
 from collections import Counter
@@ -28,7 +27,7 @@ from mindnet.indexing.state import IndexState, NoteEntry
 from mindnet.settings import MentionSettings, TypesConfig
 from mindnet.vault.budget import within_budget
 from mindnet.vault.note import Note, budget_warning, cut_note
-from mindnet.vault.scan import Issue, iter_markdown_stats, load_note, scan_vault
+from mindnet.vault.scan import Issue, load_note, scan_vault, stat_notes
 
 if TYPE_CHECKING:
     from llama_index.core.schema import TextNode
@@ -258,15 +257,12 @@ def _text_of(vault: Path, entry: NoteEntry, state: IndexState) -> str:
 
 
 def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: Callable[[], MarkdownNoteParser],
-                 model_key: str) -> VaultPlan | None:
+                 model_key: str, scanned: tuple[dict, list[Issue]] | None = None) -> VaultPlan | None:
     """Plan only what changed since `state`, or None when the whole vault must be planned (two changed files
     claim one id, or the vault looks empty). `parser()` gives the parser when a note must be chunked (an
     unchanged vault never builds one, nor imports LlamaIndex)."""
-    issues: list[Issue] = []
     now = time.time_ns()
-    files: dict[str, tuple[Path, os.stat_result]] = {}
-    for path, info in iter_markdown_stats(vault, types.exclude, issues):
-        files[unicodedata.normalize("NFC", path.relative_to(vault).as_posix())] = (path, info)
+    files, issues = (scanned[0], list(scanned[1])) if scanned is not None else stat_notes(vault, types.exclude)
     by_path = state.by_path()
     fresh: dict[str, tuple[Note, list[Issue]]] = {}
     touched = 0
@@ -275,7 +271,7 @@ def plan_changes(vault: Path, types: TypesConfig, state: IndexState, *, parser: 
         if entry is not None and entry.same_file(info):
             issues.extend(entry.report_issues())
             continue
-        note, problems = load_note(vault, path, types)
+        note, problems = load_note(vault, Path(path), types)
         if note is None:
             issues.extend(problems)       # an indexed note that cannot be read now keeps its previous version
             continue
