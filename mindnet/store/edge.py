@@ -24,6 +24,7 @@ import qdrant_edge as qe
 
 from mindnet.errors import DataWriteError, MindnetError, StoreError
 from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, dimension_error, names, vector_names
+from mindnet.store.edge_layout import LAYOUT_KEY, layout_name, settle
 from mindnet.store.edge_pages import PAGE_BYTES, PAGE_POINTS, SCROLL_PAGE, CreateFailed, create_aside, pages
 from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, Where
 from mindnet.store.folder import FolderClaim, FolderMeta
@@ -193,6 +194,8 @@ class EdgeStore(Store):
             for kind in missing:
                 with self._engine(kind):
                     self._shards[kind] = qe.EdgeShard.load(str(self.path(kind)), None)
+        if "chunks" in missing:
+            self._meta.update(self.prefix, **{LAYOUT_KEY: layout_name(False)})     # as created (edge_layout)
         if existing is None:
             self._meta.update(self.prefix, dim=dim)
 
@@ -210,7 +213,7 @@ class EdgeStore(Store):
                 shard.close()
             if self.path(kind).exists():
                 shutil.rmtree(self.path(kind))
-        self._meta.update(self.prefix, dim=None, token=None)
+        self._meta.update(self.prefix, dim=None, token=None, **{LAYOUT_KEY: None})
 
     # ------------------------------------------------------------------ writing
 
@@ -275,13 +278,22 @@ class EdgeStore(Store):
                 self._shards[kind].flush()
             self._dirty.discard(kind)
 
-    def optimize(self) -> None:
-        if self.exists("chunks"):
-            # optimising rewrites segments beside the old ones: up to the collection's size again
-            self._space.check(need=used_bytes(self.path("chunks")), what="optimisation of the chunks")
-            self._dirty.add("chunks")
-            with self._engine("chunks"):
-                self._shard("chunks").optimize()
+    def optimize(self, *, hnsw: bool = True) -> None:
+        """The chunks' written segments rewritten into memory-mapped immutable ones that open at once
+        (`edge_layout`), with an HNSW graph when `hnsw`; an index made before is converted (nothing re-embedded)."""
+        if not self.exists("chunks") or (dim := self.dim()) is None:
+            return
+        # optimising rewrites segments beside the old ones: up to the collection's size again
+        self._space.check(need=used_bytes(self.path("chunks")), what="optimisation of the chunks")
+        self._dirty.add("chunks")
+        target = layout_name(hnsw)
+        with self._engine("chunks"):
+            shard = self._shard("chunks")
+            if reload := self._meta.get(self.prefix).get(LAYOUT_KEY) != target:
+                del self._shards["chunks"]     # closed and opened again by settle (or by the next use if it fails)
+            self._shards["chunks"] = settle(shard, self.path("chunks"), dim, DENSE, SPARSE, hnsw=hnsw, reload=reload)
+        if reload:
+            self._meta.update(self.prefix, **{LAYOUT_KEY: target})
 
     # ------------------------------------------------------------------ reading
 
