@@ -212,3 +212,26 @@ def test_an_index_made_before_is_converted_without_embedding_again_and_answers_t
         app.close()
     assert _memory_mapped_indexes(tmp_path / "qdrant" / "t_chunks") == dict.fromkeys(CHUNK_INDEXES, True)
     assert FolderMeta(tmp_path / "qdrant").get("t")["chunks_layout"] == "cold"
+
+
+def test_a_rewrite_after_many_chunks_written_runs_in_a_child_process_and_the_index_answers_after_it(
+        tmp_path: Path, fake_ollama, monkeypatch) -> None:
+    import mindnet.store.edge as edge
+    copy_sample_vault(tmp_path / "vault")
+    aside = []
+    real = edge.settle_aside
+
+    def settle_aside(path, *args, **kwargs):
+        aside.append(Path(path).name)
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(edge, "settle_aside", settle_aside)
+    monkeypatch.setattr(edge, "ASIDE_FROM", 50)          # the sample vault's 88 chunks count as many
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url))
+    try:
+        assert app.ingest().chunks == 88
+        assert aside == ["t_chunks"]
+        assert app.query(QueryRequest(query="Qdrant"))["hits"]
+        app.ingest()
+        assert aside == ["t_chunks"]                     # nothing written: nothing to rewrite
+    finally:
+        app.close()

@@ -237,7 +237,7 @@ def edge_columns(payloads: Iterable[dict]) -> dict:
 def collector_paused() -> Iterator[None]:
     """No garbage collection meanwhile: reading a graph makes ~10^5-10^6 long-lived objects (lists, dicts), and
     the collections their allocation triggers walked all of them again and again (at 30,000 notes the load took
-    1.9-3.1 s with it paused, 3.8-5.0 s without, load 9-12); nothing read here is cyclic garbage."""
+    1.9-3.1 s with the collector off, 3.8-5.0 s with it on, load 9-12); nothing read here is cyclic garbage."""
     enabled = gc.isenabled()
     gc.disable()
     try:
