@@ -316,15 +316,16 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         return self._importing or self.progress.writing or self.progress.embedding
 
     def _index_for_size(self, report: ImportReport) -> None:
-        """Past `dense.exact_below` chunks searches use HNSW (retriever.yaml): after an import that wrote, the
-        embedded engine builds it (a server does by itself)."""
+        """After an import that wrote, the embedded engine rewrites what was written into segments that open at
+        once (`store.edge_layout`), with the HNSW graph past `dense.exact_below` chunks, where searches use it
+        (retriever.yaml); a server does both by itself."""
         if not self.opened or report.stopped_early or not (report.new or report.changed or report.moved):
             return
         with self.index_lock:
-            if self.store.count("chunks") > self.settings.retriever.dense.exact_below:
-                started = time.perf_counter()
-                self.store.optimize()
-                log.info("search index (HNSW) built in %.1f s", time.perf_counter() - started)
+            hnsw = self.store.count("chunks") > self.settings.retriever.dense.exact_below
+            started = time.perf_counter()
+            self.store.optimize(hnsw=hnsw)
+            log.info("index optimised%s in %.1f s", " (HNSW built)" if hnsw else "", time.perf_counter() - started)
 
     def _write_graph(self) -> None:
         """The link graph's file beside an embedded index, current with what phase 1 wrote, so a server or the

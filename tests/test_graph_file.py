@@ -294,3 +294,35 @@ def test_many_changed_notes_are_built_from_scratch(app: Mindnet, monkeypatch: py
     assert snapshot.patch(stale, app.store) is None or len(old.note_ids) <= snapshot.PATCH_MIN
     monkeypatch.setattr(snapshot, "PATCH_MIN", 0)
     assert snapshot.patch(stale, app.store) is None       # every note changed: build instead
+
+
+def test_the_graph_file_is_parsed_with_the_collector_paused_and_left_as_it_was(
+        app: Mindnet, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import json
+    collecting, real = [], json.loads
+
+    def loads(text, *args, **kwargs):       # noqa: ANN001, ANN002, ANN003, ANN202 - json.loads's own
+        collecting.append(gc.isenabled())
+        return real(text, *args, **kwargs)
+    monkeypatch.setattr(snapshot.json, "loads", loads)
+    assert gc.isenabled()
+    data = snapshot.load(snap_path(app))
+    monkeypatch.undo()
+    assert data.note_ids and collecting == [False, False]    # the meta and the strings: no collection between
+    assert gc.isenabled()
+
+
+def test_opening_the_index_moves_the_graph_out_of_the_collectors_view(app: Mindnet) -> None:
+    import gc
+    gc.unfreeze()
+    with FakeOllama() as server:
+        fresh = Mindnet(app.settings.model_copy(update={"ollama_url": server.url}))
+    app.close()
+    snapshot.forget(fresh.store)
+    try:
+        _ = fresh.searcher                       # opens the index and reads the link graph
+        assert gc.get_freeze_count() > 0
+    finally:
+        fresh.close()
+        gc.unfreeze()

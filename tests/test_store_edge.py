@@ -16,7 +16,10 @@ from mindnet.cli import main
 from mindnet.errors import EmptyIndexError
 from mindnet.retrieval.query import QueryRequest
 from mindnet.service import Mindnet
+from mindnet.store.collections import PAYLOAD_INDEXES
 from mindnet.store.folder import legacy_files
+
+CHUNK_INDEXES = PAYLOAD_INDEXES["chunks"]
 
 
 @pytest.fixture
@@ -118,7 +121,7 @@ def test_past_the_exact_size_the_engine_builds_its_search_index_and_searches_use
     retriever_yaml.write_text("dense:\n  exact_below: 50\n  hnsw_ef: 64\n", encoding="utf-8")
     copy_sample_vault(tmp_path / "vault")
     built, searched = [], []
-    monkeypatch.setattr(EdgeStore, "optimize", lambda self: built.append(self.count("chunks")))
+    monkeypatch.setattr(EdgeStore, "optimize", lambda self, hnsw=True: built.append((self.count("chunks"), hnsw)))
     real = EdgeStore.search_dense
 
     def search(self, vector, limit, where=None, **kwargs):
@@ -128,10 +131,107 @@ def test_past_the_exact_size_the_engine_builds_its_search_index_and_searches_use
     app = Mindnet(fake_settings(tmp_path, fake_ollama.url, retriever_config=retriever_yaml))
     try:
         assert app.ingest().chunks == 88
-        assert built == [88]                                   # 88 chunks > 50: the HNSW index is built
+        assert built == [(88, True)]                           # 88 chunks > 50: the HNSW index is built
         hits = app.query(QueryRequest(query="Qdrant"))["hits"]
         assert hits and searched[-1] == SearchParams(exact=False, hnsw_ef=64)
         app.ingest()
-        assert built == [88]                                   # nothing written: nothing to index again
+        assert built == [(88, True)]                           # nothing written: nothing to index again
+    finally:
+        app.close()
+
+
+def _memory_mapped_indexes(shard_folder: Path) -> dict[str, bool]:
+    """Each payload index of the shard: memory-mapped (Memory.Cold) or not."""
+    import qdrant_edge as qe
+    shard = qe.EdgeShard.load(str(shard_folder), None)
+    try:
+        return {name: info.params is not None and info.params.memory == qe.Memory.Cold
+                for name, info in shard.info().payload_schema.items()}
+    finally:
+        shard.close()
+
+
+def test_below_the_exact_size_an_import_that_wrote_settles_the_chunks_memory_mapped_without_hnsw(
+        tmp_path: Path, fake_ollama, monkeypatch) -> None:
+    from mindnet.store.edge import EdgeStore
+    copy_sample_vault(tmp_path / "vault")
+    settled = []
+    real = EdgeStore.optimize
+
+    def optimize(self, *, hnsw=True):
+        settled.append(hnsw)
+        return real(self, hnsw=hnsw)
+    monkeypatch.setattr(EdgeStore, "optimize", optimize)
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url))
+    try:
+        assert app.ingest().chunks == 88
+        assert settled == [False]                 # 88 chunks <= exact_below: exact search, no graph to build
+        app.ingest()
+        assert settled == [False]                 # nothing written: nothing to rewrite
+        note = next((tmp_path / "vault").rglob("*.md"))
+        note.write_text(note.read_text(encoding="utf-8") + "\nEin neuer Satz.\n", encoding="utf-8")
+        app.ingest()
+        assert settled == [False, False]
+    finally:
+        app.close()
+    # the chunks' keyword indexes are made memory-mapped (read from disk when a search needs them, not at open)
+    assert _memory_mapped_indexes(tmp_path / "qdrant" / "t_chunks") == dict.fromkeys(CHUNK_INDEXES, True)
+
+
+def test_an_index_made_before_is_converted_without_embedding_again_and_answers_the_same(
+        tmp_path: Path, fake_ollama) -> None:
+    import qdrant_edge as qe
+    from helpers_vault import SAMPLE_QUERIES
+
+    from mindnet.store.folder import FolderMeta
+    copy_sample_vault(tmp_path / "vault")
+    settings = fake_settings(tmp_path, fake_ollama.url)
+    app = Mindnet(settings)
+    app.ingest()
+    app.close()
+    # the chunks shard as mindnet before this layout left it: keyword indexes in RAM, no layout in the meta
+    shard = qe.EdgeShard.load(str(tmp_path / "qdrant" / "t_chunks"), None)
+    for name in list(shard.info().payload_schema):
+        shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+    shard.flush()
+    shard.close()
+    FolderMeta(tmp_path / "qdrant").update("t", chunks_layout=None)
+    assert _memory_mapped_indexes(tmp_path / "qdrant" / "t_chunks") == dict.fromkeys(CHUNK_INDEXES, False)
+
+    def answers(app: Mindnet) -> list:
+        return [[(h["node_id"], h["score"]) for h in app.query(QueryRequest(**q))["hits"]] for q in SAMPLE_QUERIES]
+    app = Mindnet(settings)
+    try:
+        before = answers(app)
+        embedded = fake_ollama.count("/api/embed")
+        with app.index_lock:
+            app.store.optimize(hnsw=False)         # what the end of an import that wrote runs
+        assert answers(app) == before
+        assert fake_ollama.count("/api/embed") - embedded == len(SAMPLE_QUERIES)     # the queries only
+    finally:
+        app.close()
+    assert _memory_mapped_indexes(tmp_path / "qdrant" / "t_chunks") == dict.fromkeys(CHUNK_INDEXES, True)
+    assert FolderMeta(tmp_path / "qdrant").get("t")["chunks_layout"] == "cold"
+
+
+def test_a_rewrite_after_many_chunks_written_runs_in_a_child_process_and_the_index_answers_after_it(
+        tmp_path: Path, fake_ollama, monkeypatch) -> None:
+    import mindnet.store.edge as edge
+    copy_sample_vault(tmp_path / "vault")
+    aside = []
+    real = edge.settle_aside
+
+    def settle_aside(path, *args, **kwargs):
+        aside.append(Path(path).name)
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(edge, "settle_aside", settle_aside)
+    monkeypatch.setattr(edge, "ASIDE_FROM", 50)          # the sample vault's 88 chunks count as many
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url))
+    try:
+        assert app.ingest().chunks == 88
+        assert aside == ["t_chunks"]
+        assert app.query(QueryRequest(query="Qdrant"))["hits"]
+        app.ingest()
+        assert aside == ["t_chunks"]                     # nothing written: nothing to rewrite
     finally:
         app.close()

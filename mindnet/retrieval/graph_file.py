@@ -40,6 +40,7 @@ from mindnet.retrieval.graph_arrays import (
     STRUCTURAL,
     GraphData,
     PackedStrings,
+    collector_paused,
     edge_columns,
     graph_figures,
     note_of,
@@ -244,6 +245,7 @@ def read_meta(path: Path) -> dict:
         raise GraphFileError(f"{path}: unreadable graph file ({exc})") from exc
 
 
+@collector_paused()
 def load(path: Path) -> GraphData:
     """The graph in `path`; GraphFileError when it is missing, corrupt or of another format."""
     if not path.exists():

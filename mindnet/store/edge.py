@@ -24,6 +24,7 @@ import qdrant_edge as qe
 
 from mindnet.errors import DataWriteError, MindnetError, StoreError
 from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, dimension_error, names, vector_names
+from mindnet.store.edge_layout import LAYOUT_KEY, SettleFailed, layout_name, settle_aside
 from mindnet.store.edge_pages import PAGE_BYTES, PAGE_POINTS, SCROLL_PAGE, CreateFailed, create_aside, pages
 from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, Where
 from mindnet.store.folder import FolderClaim, FolderMeta
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 # Edge needs some vector in a shard's config; notes and edges hold payload only, so theirs is an unused sparse one
 PAYLOAD_ONLY = "_payload_only"
 REBUILD = "`mindnet ingest --full` rebuilds it from the vault and the embedding cache"
+ASIDE_FROM = 1_000      # chunks written since the last settle from which `optimize` rewrites in a child process
 
 
 def edge_filter(where: Where | None) -> qe.Filter | None:
@@ -121,6 +123,7 @@ class EdgeStore(Store):
         self._names = names(prefix)
         self._shards: dict[str, qe.EdgeShard] = {}
         self._dirty: set[str] = set()       # shards written since their last flush
+        self._written = 0                   # chunks written since the last settle in a child process (optimize)
         self._closed = False
         self._space = SpaceGuard(self.folder, min_free_mb)
 
@@ -193,6 +196,8 @@ class EdgeStore(Store):
             for kind in missing:
                 with self._engine(kind):
                     self._shards[kind] = qe.EdgeShard.load(str(self.path(kind)), None)
+        if "chunks" in missing:
+            self._meta.update(self.prefix, **{LAYOUT_KEY: layout_name(False)})     # as created (edge_layout)
         if existing is None:
             self._meta.update(self.prefix, dim=dim)
 
@@ -210,7 +215,7 @@ class EdgeStore(Store):
                 shard.close()
             if self.path(kind).exists():
                 shutil.rmtree(self.path(kind))
-        self._meta.update(self.prefix, dim=None, token=None)
+        self._meta.update(self.prefix, dim=None, token=None, **{LAYOUT_KEY: None})
 
     # ------------------------------------------------------------------ writing
 
@@ -224,6 +229,7 @@ class EdgeStore(Store):
                 self.upsert(kind, page)        # a page: one point, or within both bounds
             return
         self._dirty.add(kind)
+        self._written += len(points) if kind == "chunks" else 0
         with self._engine(kind):
             shard = self._shard(kind)
             if shared is None or len(points) < 64:
@@ -250,6 +256,7 @@ class EdgeStore(Store):
             dim = len(next(iter(vectors.values())))
             self._space.check(need=len(vectors) * dim * 8, what=f"write of {len(vectors)} vectors")
             self._dirty.add(kind)
+            self._written += len(vectors) if kind == "chunks" else 0
             for page in pages(list(vectors.items())):
                 with self._engine(kind):
                     self._shard(kind).update(qe.UpdateOperation.update_vectors(
@@ -275,13 +282,33 @@ class EdgeStore(Store):
                 self._shards[kind].flush()
             self._dirty.discard(kind)
 
-    def optimize(self) -> None:
-        if self.exists("chunks"):
-            # optimising rewrites segments beside the old ones: up to the collection's size again
-            self._space.check(need=used_bytes(self.path("chunks")), what="optimisation of the chunks")
-            self._dirty.add("chunks")
-            with self._engine("chunks"):
+    def optimize(self, *, hnsw: bool = True) -> None:
+        """The chunks' segments rewritten to open at once (`edge_layout`), with HNSW when `hnsw`; in a child process
+        when it may be long (a new layout, ASIDE_FROM chunks written), else here (0.01 s after 20 chunks)."""
+        if not self.exists("chunks") or (dim := self.dim()) is None:
+            return
+        # optimising rewrites segments beside the old ones: up to the collection's size again
+        self._space.check(need=used_bytes(self.path("chunks")), what="optimisation of the chunks")
+        target = layout_name(hnsw)
+        reload = self._meta.get(self.prefix).get(LAYOUT_KEY) != target
+        with self._engine("chunks"):
+            if not reload and self._written < ASIDE_FROM:
                 self._shard("chunks").optimize()
+                self._dirty.add("chunks")
+                return
+            shard = self._shards.pop("chunks", None)
+            if shard is not None:
+                shard.flush()
+                shard.close()
+            self._dirty.discard("chunks")
+            try:
+                settle_aside(self.path("chunks"), dim, DENSE, SPARSE, hnsw=hnsw, reload=reload)
+            except SettleFailed as exc:
+                raise StoreError(f"{self.path('chunks')}: rewriting the chunks collection failed ({exc}); the "
+                                 f"index answers as before; `mindnet ingest` tries again when it writes") from exc
+            self._written = 0
+        if reload:
+            self._meta.update(self.prefix, **{LAYOUT_KEY: target})
 
     # ------------------------------------------------------------------ reading
 

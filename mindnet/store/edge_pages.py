@@ -49,16 +49,17 @@ def pages(items: Sequence[T], *, limit: int = PAGE_POINTS, max_bytes: int | None
 _CREATE = """
 import json, sys
 import qdrant_edge as qe
+from mindnet.store.edge_layout import chunks_config, keyword_index
 SCHEMAS = {"keyword": qe.PayloadSchemaType.Keyword, "bool": qe.PayloadSchemaType.Bool}
 for path, dim, dense, sparse, indexes in json.loads(sys.argv[1]):
-    if dim:
-        config = qe.EdgeConfig(vectors={dense: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
-                               sparse_vectors={sparse: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)})
+    if dim:     # the chunks: memory-mapped once settled (edge_layout)
+        config = chunks_config(dim, dense, sparse)
     else:
         config = qe.EdgeConfig(sparse_vectors={sparse: qe.EdgeSparseVectorParams()})
     shard = qe.EdgeShard.create(path, config)
     for name, schema in indexes.items():
-        shard.update(qe.UpdateOperation.create_field_index(name, SCHEMAS[schema]))
+        kind = keyword_index() if dim and schema == "keyword" else SCHEMAS[schema]
+        shard.update(qe.UpdateOperation.create_field_index(name, kind))
     shard.flush()
     shard.close()
 """

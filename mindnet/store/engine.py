@@ -150,8 +150,9 @@ class Store(ABC):
     def flush(self) -> None:  # noqa: B027 - nothing to do for an engine whose writes return durable
         """Make what was written durable now (each write returns durable already where the engine has a WAL)."""
 
-    def optimize(self) -> None:  # noqa: B027 - a server optimises by itself
-        """Build the engine's search indexes (HNSW) now, where the engine does not do it by itself."""
+    def optimize(self, *, hnsw: bool = True) -> None:  # noqa: B027 - a server optimises by itself
+        """Rewrite what was written into the engine's optimised segments now (with the HNSW graph when `hnsw`),
+        where the engine does not do it by itself."""
 
     # ------------------------------------------------------------------ reading
 
