@@ -107,6 +107,7 @@ def create_app(mindnet: Mindnet | None = None, *, ui: bool = False, bind_host: s
     allowed Host). `/docs` and `/redoc` exist with MINDNET_API_DOCS=true (`mindnet.api_docs`)."""
     # FastAPI's own /docs and /redoc load from public CDNs: mindnet serves its own, from this machine, on request
     mindnet = mindnet or Mindnet.from_env()
+    mindnet.serving = True       # searches are answered while it imports (Mindnet.serving)
     # agents: the MCP server over streamable HTTP at /mcp, on the same open index (mindnet.agents.mcp_server)
     from mindnet.agents.mcp_server import McpEndpoint
     mcp = McpEndpoint(mindnet)

@@ -92,6 +92,7 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         self._warming = False                  # `warm` runs: the index is about to open
         self._importing = False
         self.live: LiveState | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
+        self.serving = False    # searches beside imports (API, MCP): no rewrite of the chunks (_index_for_size)
         self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
         self._problems: dict[str, str] = {}    # what does not work now (the index cannot be opened, ...)
 
@@ -316,13 +317,15 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         return self._importing or self.progress.writing or self.progress.embedding
 
     def _index_for_size(self, report: ImportReport) -> None:
-        """After an import that wrote, the embedded engine rewrites what was written into segments that open at
-        once (`store.edge_layout`), with the HNSW graph past `dense.exact_below` chunks, where searches use it
-        (retriever.yaml); a server does both by itself."""
+        """After an import that wrote, the embedded engine rewrites the chunks into segments that open at once
+        (`store.edge_layout`), with HNSW past `dense.exact_below` (retriever.yaml). Not while `serving`: it closes
+        the shard for 25-90 s at 5,000-30,000 notes; the next `mindnet ingest` that writes does it."""
         if not self.opened or report.stopped_early or not (report.new or report.changed or report.moved):
             return
         with self.index_lock:
             hnsw = self.store.count("chunks") > self.settings.retriever.dense.exact_below
+            if self.serving and not hnsw:       # searches keep answering; only HNSW, where needed, is built
+                return
             started = time.perf_counter()
             self.store.optimize(hnsw=hnsw)
             log.info("index optimised%s in %.1f s", " (HNSW built)" if hnsw else "", time.perf_counter() - started)

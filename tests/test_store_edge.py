@@ -178,6 +178,35 @@ def test_below_the_exact_size_an_import_that_wrote_settles_the_chunks_memory_map
     assert _memory_mapped_indexes(tmp_path / "qdrant" / "t_chunks") == dict.fromkeys(CHUNK_INDEXES, True)
 
 
+def test_a_process_that_answers_searches_leaves_the_chunks_as_written_unless_hnsw_is_needed(
+        tmp_path: Path, fake_ollama, monkeypatch) -> None:
+    """The rewrite closes the chunks shard for its whole length (25-90 s at 5,000-30,000 notes): a server's
+    searches would wait for it, so a serving process never starts one; past `exact_below` HNSW is still built."""
+    from mindnet.api import create_app
+    from mindnet.store.edge import EdgeStore
+    copy_sample_vault(tmp_path / "vault")
+    settled = []
+    monkeypatch.setattr(EdgeStore, "optimize", lambda self, hnsw=True: settled.append(hnsw))
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url))
+    create_app(app)                               # what `mindnet serve` serves: searches beside its imports
+    try:
+        assert app.serving and app.ingest().chunks == 88
+        assert settled == []
+    finally:
+        app.close()
+    retriever_yaml = tmp_path / "retriever.yaml"
+    retriever_yaml.write_text("dense:\n  exact_below: 50\n", encoding="utf-8")
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url, retriever_config=retriever_yaml))
+    app.serving = True
+    try:
+        note = next((tmp_path / "vault").rglob("*.md"))
+        note.write_text(note.read_text(encoding="utf-8") + "\nEin neuer Satz.\n", encoding="utf-8")
+        app.ingest()
+        assert settled == [True]                  # 88 chunks > 50: searches need the HNSW graph
+    finally:
+        app.close()
+
+
 def test_an_index_made_before_is_converted_without_embedding_again_and_answers_the_same(
         tmp_path: Path, fake_ollama) -> None:
     import qdrant_edge as qe

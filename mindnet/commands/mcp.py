@@ -36,6 +36,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             from mindnet.agents.bridge import run_bridge
             err_console.print(f"mindnet mcp: the index is held by the server at {url}; passing calls to {url}/mcp")
             return run_bridge(f"{url}/mcp", token=settings.api_token)
+    mindnet.serving = True       # searches are answered while it imports (Mindnet.serving)
     try:
         run_stdio(mindnet)
     finally:
