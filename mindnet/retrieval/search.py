@@ -129,7 +129,9 @@ class GraphSearch:
             self._graph = LinkGraph.from_data(opened.data, g.hub_degree, g.chance)
             self.graph_status = opened.status
             # the graph's objects live as long as it does: out of the collector's view (a full collection walked
-            # them all in the first search, 2-3 s at 30,000 notes under load 9-12; after the freeze 0.8-1.0 s)
+            # them all in the first search, 2-3 s at 30,000 notes under load 9-12; after the freeze 0.8-1.0 s);
+            # the young generations collected first, so no recent garbage is frozen with it
+            gc.collect(1)
             gc.freeze()
             log.info("link graph ready (%s) in %.2f s", opened.status, opened.seconds)
         return self._graph
