@@ -23,9 +23,20 @@ import numpy as np
 import qdrant_edge as qe
 
 from mindnet.errors import DataWriteError, MindnetError, StoreError
-from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, dimension_error, names, vector_names
-from mindnet.store.edge_pages import PAGE_BYTES, PAGE_POINTS, SCROLL_PAGE, CreateFailed, create_aside, pages
+from mindnet.store.collections import CHECK_INDEXES, DENSE, SHARD_INDEXES, SPARSE, dimension_error, names, vector_names
+from mindnet.store.edge_pages import (
+    ID_PAGE,
+    PAGE_BYTES,
+    PAGE_POINTS,
+    SCROLL_PAGE,
+    CreateFailed,
+    bytes_of,
+    create_aside,
+    pages,
+    size_of,
+)
 from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, Where
+from mindnet.store.file_record import FileRecord, RecordKeeper
 from mindnet.store.folder import FolderClaim, FolderMeta
 from mindnet.store.space import DEFAULT_MIN_FREE_MB, SpaceGuard, used_bytes
 
@@ -45,6 +56,7 @@ def edge_filter(where: Where | None) -> qe.Filter | None:
     must_not: list[Any] = [_field(k, v) for k, v in where.exclude]
     if where.without:
         must_not.append(qe.HasVectorCondition(where.without))
+    must_not += [qe.IsEmptyCondition(key) for key in where.present]
     return qe.Filter(must=must or None, must_not=must_not or None)
 
 
@@ -84,20 +96,6 @@ def _hashable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _size_of(points: Sequence[Point]) -> int:
-    """A generous guess of the bytes a batch adds on disk (WAL and segment): payload text, vectors, overhead."""
-    sample = points[: min(len(points), 16)]
-    per = sum(len(str(p.payload)) + 8 * len(p.dense or ()) + 12 * len(p.sparse.indices if p.sparse else ()) + 512
-              for p in sample) / len(sample)
-    return int(2 * per * len(points))
-
-
-def _bytes(p: Point) -> int:
-    """About the bytes of a point's payload and vectors (what a write call converts and stores)."""
-    return len(str(p.payload)) + 8 * len(p.dense if p.dense is not None else ()) \
-        + 12 * len(p.sparse.indices if p.sparse else ())
-
-
 def _point(p: Point) -> qe.Point:
     vector: dict[str, Any] = {}
     if p.dense is not None:
@@ -123,6 +121,7 @@ class EdgeStore(Store):
         self._dirty: set[str] = set()       # shards written since their last flush
         self._closed = False
         self._space = SpaceGuard(self.folder, min_free_mb)
+        self._files = RecordKeeper(FileRecord(self.folder, prefix, list(self._names.values())))   # `check`
 
     # ------------------------------------------------------------------ shards
 
@@ -161,6 +160,7 @@ class EdgeStore(Store):
         if not self.exists(kind):
             raise StoreError(f"{path}: the {kind} collection does not exist; {REBUILD}")
         self._space.check_open(path)
+        self._files.before_open()
         with self._engine(kind):
             shard = qe.EdgeShard.load(str(path), None)
         self._shards[kind] = shard
@@ -176,11 +176,12 @@ class EdgeStore(Store):
             if self.path(kind).exists():        # a folder without segments (a create that died): start it afresh
                 shutil.rmtree(self.path(kind))
         if missing:
+            self._files.written()
             # made by a child process (edge_pages): creating a shard and its payload indexes held this process's
             # interpreter lock for 100-400 ms per call on a busy disk
             try:
                 create_aside([(self.path(kind), dim if kind == "chunks" else None, DENSE,
-                               SPARSE if kind == "chunks" else PAYLOAD_ONLY, PAYLOAD_INDEXES[kind])
+                               SPARSE if kind == "chunks" else PAYLOAD_ONLY, SHARD_INDEXES[kind])
                               for kind in missing])
             except CreateFailed as exc:
                 for kind in missing:
@@ -193,6 +194,11 @@ class EdgeStore(Store):
             for kind in missing:
                 with self._engine(kind):
                     self._shards[kind] = qe.EdgeShard.load(str(self.path(kind)), None)
+        for kind in [k for k in CHECK_INDEXES if k not in missing]:     # a shard made before them: built once
+            with self._engine(kind):
+                for name in CHECK_INDEXES[kind].keys() - self._shard(kind).info().payload_schema.keys():
+                    self._writing(kind)
+                    self._shard(kind).update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
         if existing is None:
             self._meta.update(self.prefix, dim=dim)
 
@@ -203,6 +209,7 @@ class EdgeStore(Store):
         return int(value) if isinstance(value, int) else None
 
     def drop(self) -> None:
+        self._files.written()
         for kind in KINDS:
             shard = self._shards.pop(kind, None)
             self._dirty.discard(kind)
@@ -217,13 +224,13 @@ class EdgeStore(Store):
     def upsert(self, kind: str, points: Sequence[Point]) -> None:
         if not points:
             return
-        self._space.check(need=_size_of(points), what=f"write of {len(points)} {kind}")
+        self._space.check(need=size_of(points), what=f"write of {len(points)} {kind}")
         shared = SHARED_FIELDS.get(kind)
-        if len(points) > 1 and (len(points) > PAGE_POINTS or sum(map(_bytes, points)) > PAGE_BYTES):
-            for page in pages(points, max_bytes=PAGE_BYTES, size=_bytes):   # short engine calls (edge_pages)
+        if len(points) > 1 and (len(points) > PAGE_POINTS or sum(map(bytes_of, points)) > PAGE_BYTES):
+            for page in pages(points, max_bytes=PAGE_BYTES, size=bytes_of):   # short engine calls (edge_pages)
                 self.upsert(kind, page)        # a page: one point, or within both bounds
             return
-        self._dirty.add(kind)
+        self._writing(kind)
         with self._engine(kind):
             shard = self._shard(kind)
             if shared is None or len(points) < 64:
@@ -249,7 +256,7 @@ class EdgeStore(Store):
         if vectors:
             dim = len(next(iter(vectors.values())))
             self._space.check(need=len(vectors) * dim * 8, what=f"write of {len(vectors)} vectors")
-            self._dirty.add(kind)
+            self._writing(kind)
             for page in pages(list(vectors.items())):
                 with self._engine(kind):
                     self._shard(kind).update(qe.UpdateOperation.update_vectors(
@@ -257,7 +264,8 @@ class EdgeStore(Store):
                          for pid, v in page]))
 
     def delete(self, kind: str, ids: Sequence[str]) -> None:
-        self._dirty.update([kind] if ids else [])
+        if ids:
+            self._writing(kind)
         for page in pages(ids):
             with self._engine(kind):
                 self._shard(kind).update(qe.UpdateOperation.delete_points([uuid.UUID(i) for i in page]))
@@ -266,6 +274,13 @@ class EdgeStore(Store):
         # the ids first, then deleted a page at a time: one delete by filter of a large note's edges is one
         # long engine call (edge_pages)
         self.delete(kind, [r.id for r in self.scroll(kind, where, payload=False)])
+
+    def _writing(self, kind: str) -> None:
+        self._dirty.add(kind)
+        self._files.written()
+
+    def verify_files(self) -> list[str] | None:
+        return self._files.verify()
 
     def flush(self) -> None:
         """Make what was written durable. Only the shards written since their last flush: a flush holds the
@@ -279,7 +294,7 @@ class EdgeStore(Store):
         if self.exists("chunks"):
             # optimising rewrites segments beside the old ones: up to the collection's size again
             self._space.check(need=used_bytes(self.path("chunks")), what="optimisation of the chunks")
-            self._dirty.add("chunks")
+            self._writing("chunks")
             with self._engine("chunks"):
                 self._shard("chunks").optimize()
 
@@ -301,10 +316,10 @@ class EdgeStore(Store):
                sparse: bool = False) -> Iterator[Record]:
         shard = self._shard(kind)
         flt, selector, vectors = edge_filter(where), _selector(payload), vector_names(dense, sparse)
-        offset = None
+        offset, limit = None, SCROLL_PAGE if payload or vectors else ID_PAGE
         while True:
             with self._engine(kind):
-                points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, filter=flt,
+                points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=limit, filter=flt,
                                                                with_payload=selector, with_vector=vectors))
             for p in points:
                 yield _record(p, payload=payload, vectors=bool(vectors))
@@ -314,6 +329,14 @@ class EdgeStore(Store):
     def count(self, kind: str, where: Where | None = None) -> int:
         with self._engine(kind):
             return self._shard(kind).count(qe.CountRequest(filter=edge_filter(where), exact=True))
+
+    def facet(self, kind: str, key: str) -> dict[Any, int] | None:
+        with self._engine(kind):
+            shard = self._shard(kind)
+            if key not in shard.info().payload_schema:
+                return None         # without a payload index the engine reads every payload
+            limit = shard.count(qe.CountRequest(exact=True)) + 1     # every value
+            return {h.value: h.count for h in shard.facet(qe.FacetRequest(key, limit=limit, exact=True)).hits}
 
     def search_dense(self, vector: Sequence[float], limit: int, where: Where | None = None, *,
                      payload: Fields = False, dense: bool = False, params: SearchParams | None = None
@@ -350,6 +373,8 @@ class EdgeStore(Store):
         # clearing it vouches for nothing (the next import reads the whole vault): no flush, which held the
         # interpreter lock 100-200 ms at the start of every live import (drill, hostile notes)
         self._meta.update(self.prefix, token=token or None)
+        if token is not None:
+            self._files.committed()
         return True
 
     def read_vault(self) -> str | None:
@@ -367,6 +392,8 @@ class EdgeStore(Store):
         try:
             for shard in self._shards.values():
                 shard.close()
+            self._shards.clear()
+            self._files.closed()
         finally:
             self._shards.clear()
             self._claim.release()

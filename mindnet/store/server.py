@@ -46,6 +46,7 @@ def server_filter(where: Where | None) -> qm.Filter | None:
     must_not: list[Any] = [_field(k, v) for k, v in where.exclude]
     if where.without:
         must_not.append(qm.HasVectorCondition(has_vector=where.without))
+    must_not += [qm.IsEmptyCondition(is_empty=qm.PayloadField(key=key)) for key in where.present]
     return qm.Filter(must=must or None, must_not=must_not or None)
 
 
