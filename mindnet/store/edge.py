@@ -25,7 +25,6 @@ import qdrant_edge as qe
 from mindnet.errors import DataWriteError, MindnetError, StoreError
 from mindnet.store.collections import CHECK_INDEXES, DENSE, SHARD_INDEXES, SPARSE, dimension_error, names, vector_names
 from mindnet.store.edge_pages import (
-    ID_PAGE,
     PAGE_BYTES,
     PAGE_POINTS,
     SCROLL_PAGE,
@@ -313,10 +312,10 @@ class EdgeStore(Store):
         return out
 
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
-               sparse: bool = False) -> Iterator[Record]:
+               sparse: bool = False, page: int | None = None) -> Iterator[Record]:
         shard = self._shard(kind)
         flt, selector, vectors = edge_filter(where), _selector(payload), vector_names(dense, sparse)
-        offset, limit = None, SCROLL_PAGE if payload or vectors else ID_PAGE
+        offset, limit = None, page or SCROLL_PAGE
         while True:
             with self._engine(kind):
                 points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=limit, filter=flt,

@@ -26,7 +26,6 @@ T = TypeVar("T")
 PAGE_POINTS = 256           # points (or ids) per Edge call
 PAGE_BYTES = 256 * 1024     # payload and vector bytes per write call (a bigger point goes alone)
 SCROLL_PAGE = 256           # points per scroll call
-ID_PAGE = 4096              # ids alone (no payload) per scroll call: 256 a call cost ~26 ms each at 75,000 chunks
 
 
 def pages(items: Sequence[T], *, limit: int = PAGE_POINTS, max_bytes: int | None = None,

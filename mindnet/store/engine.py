@@ -164,8 +164,9 @@ class Store(ABC):
 
     @abstractmethod
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
-               sparse: bool = False) -> Iterator[Record]:
-        """Every point (matching `where`), page by page."""
+               sparse: bool = False, page: int | None = None) -> Iterator[Record]:
+        """Every point (matching `where`), page by page (`page` points per engine call: None for the engine's
+        default, kept short for a server's other threads)."""
 
     @abstractmethod
     def count(self, kind: str, where: Where | None = None) -> int: ...
