@@ -29,6 +29,11 @@ PAYLOAD_INDEXES: dict[str, dict[str, str]] = {
     "edges": {"source_id": "keyword", "target_id": "keyword", "kind": "keyword", "kinds": "keyword",
               "scope": "keyword", "note_id": "keyword", "resolved": "bool"},
 }
+# keyword indexes no search needs: `mindnet check` finds the edges to a section by a facet of this one (on Qdrant
+# Edge shards: made with them, or added to an older shard by its next import that writes; until then check
+# filters those edges in the engine, which reads every edge's payload)
+CHECK_INDEXES: dict[str, dict[str, str]] = {"edges": {"target_chunk": "keyword"}}
+SHARD_INDEXES = {kind: fields | CHECK_INDEXES.get(kind, {}) for kind, fields in PAYLOAD_INDEXES.items()}
 # the chunk fields ranking needs: a search reads these for its candidates and the whole payload only for the
 # hits it shows (a chunk's payload holds its text twice, as `text` and in LlamaIndex's node JSON)
 BRIEF_FIELDS = ["chunk_id", "note_id", "type", "path", "tags", "retriever_weight", "lang", "title"]

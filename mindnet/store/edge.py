@@ -23,10 +23,21 @@ import numpy as np
 import qdrant_edge as qe
 
 from mindnet.errors import DataWriteError, MindnetError, StoreError
-from mindnet.store.collections import DENSE, PAYLOAD_INDEXES, SPARSE, dimension_error, names, vector_names
+from mindnet.store.collections import CHECK_INDEXES, DENSE, SHARD_INDEXES, SPARSE, dimension_error, names, vector_names
+from mindnet.store.edge_convert import SHARED_FIELDS, edge_filter, hashable, payload_selector, to_point, to_record
 from mindnet.store.edge_layout import LAYOUT_KEY, SettleFailed, layout_name, settle_aside
-from mindnet.store.edge_pages import PAGE_BYTES, PAGE_POINTS, SCROLL_PAGE, CreateFailed, create_aside, pages
+from mindnet.store.edge_pages import (
+    PAGE_BYTES,
+    PAGE_POINTS,
+    SCROLL_PAGE,
+    CreateFailed,
+    bytes_of,
+    create_aside,
+    pages,
+    size_of,
+)
 from mindnet.store.engine import KINDS, Fields, Point, Record, SearchParams, Sparse, Store, Where
+from mindnet.store.file_record import FileRecord, RecordKeeper
 from mindnet.store.folder import FolderClaim, FolderMeta
 from mindnet.store.space import DEFAULT_MIN_FREE_MB, SpaceGuard, used_bytes
 
@@ -35,79 +46,6 @@ log = logging.getLogger(__name__)
 PAYLOAD_ONLY = "_payload_only"
 REBUILD = "`mindnet ingest --full` rebuilds it from the vault and the embedding cache"
 ASIDE_FROM = 1_000      # chunks written since the last settle from which `optimize` rewrites in a child process
-
-
-def edge_filter(where: Where | None) -> qe.Filter | None:
-    """mindnet's `Where` as a Qdrant Edge filter."""
-    if where is None or where.empty:
-        return None
-    must: list[Any] = [_field(k, v) for k, v in where.match]
-    if where.ids is not None:
-        must.append(qe.HasIdCondition(set(where.ids)))
-    must_not: list[Any] = [_field(k, v) for k, v in where.exclude]
-    if where.without:
-        must_not.append(qe.HasVectorCondition(where.without))
-    return qe.Filter(must=must or None, must_not=must_not or None)
-
-
-def _field(key: str, values: tuple[Any, ...]) -> qe.FieldCondition:
-    if any(isinstance(v, bool) for v in values):
-        # qdrant-edge-py 0.9 hands a boolean match value to the engine as the integer 1, which matches nothing
-        raise ValueError(f"filter on {key!r}: boolean values do not match on Qdrant Edge 0.9; filter by a keyword")
-    return qe.FieldCondition(key=key, match=qe.MatchAny(list(values)))
-
-
-def _selector(payload: Fields) -> bool | list[str]:
-    return payload if isinstance(payload, bool) else list(payload)
-
-
-def _record(point: Any, score: float = 0.0, *, payload: Any = True, vectors: bool = True) -> Record:
-    """A Record of an engine point. Each attribute read converts it from Rust again, so only what was asked
-    for is read, and once (a graph search returns ~800 bare ids per query)."""
-    data = (point.payload or {}) if payload else {}
-    vec = point.vector if vectors else None
-    dense = sparse = None
-    if isinstance(vec, dict):
-        dense, sparse = vec.get(DENSE), vec.get(SPARSE)
-    return Record(id=str(point.id), payload=data,
-                  dense=np.asarray(dense, dtype=np.float32) if dense is not None else None,
-                  sparse=Sparse(list(sparse.indices), list(sparse.values)) if sparse is not None else None,
-                  score=score)
-
-
-# Payload fields most edges share (a handful of kinds, rules and flags). qdrant-edge-py 0.9 converts each payload
-# value from Python in about 10 us (it tries bool, int and float before str), which made writing edges the
-# largest part of a large import; sharing these fields cut an edge's write from ~160 to ~95 us (measured).
-SHARED_FIELDS = {"edges": ("kind", "rule_id", "confidence", "scope", "resolved", "resolved_by", "kinds",
-                           "default_rule", "default_confidence")}
-
-
-def _hashable(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
-
-
-def _size_of(points: Sequence[Point]) -> int:
-    """A generous guess of the bytes a batch adds on disk (WAL and segment): payload text, vectors, overhead."""
-    sample = points[: min(len(points), 16)]
-    per = sum(len(str(p.payload)) + 8 * len(p.dense or ()) + 12 * len(p.sparse.indices if p.sparse else ()) + 512
-              for p in sample) / len(sample)
-    return int(2 * per * len(points))
-
-
-def _bytes(p: Point) -> int:
-    """About the bytes of a point's payload and vectors (what a write call converts and stores)."""
-    return len(str(p.payload)) + 8 * len(p.dense if p.dense is not None else ()) \
-        + 12 * len(p.sparse.indices if p.sparse else ())
-
-
-def _point(p: Point) -> qe.Point:
-    vector: dict[str, Any] = {}
-    if p.dense is not None:
-        # Python floats: the engine converts a list of numpy scalars about 2x slower
-        vector[DENSE] = p.dense.tolist() if isinstance(p.dense, np.ndarray) else list(p.dense)
-    if p.sparse is not None:
-        vector[SPARSE] = qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))
-    return qe.Point(uuid.UUID(p.id), vector, p.payload)
 
 
 class EdgeStore(Store):
@@ -126,6 +64,7 @@ class EdgeStore(Store):
         self._written = 0                   # chunks written since the last settle in a child process (optimize)
         self._closed = False
         self._space = SpaceGuard(self.folder, min_free_mb)
+        self._files = RecordKeeper(FileRecord(self.folder, prefix, list(self._names.values())))   # `check`
 
     # ------------------------------------------------------------------ shards
 
@@ -164,6 +103,7 @@ class EdgeStore(Store):
         if not self.exists(kind):
             raise StoreError(f"{path}: the {kind} collection does not exist; {REBUILD}")
         self._space.check_open(path)
+        self._files.before_open()
         with self._engine(kind):
             shard = qe.EdgeShard.load(str(path), None)
         self._shards[kind] = shard
@@ -179,11 +119,12 @@ class EdgeStore(Store):
             if self.path(kind).exists():        # a folder without segments (a create that died): start it afresh
                 shutil.rmtree(self.path(kind))
         if missing:
+            self._files.written()
             # made by a child process (edge_pages): creating a shard and its payload indexes held this process's
             # interpreter lock for 100-400 ms per call on a busy disk
             try:
                 create_aside([(self.path(kind), dim if kind == "chunks" else None, DENSE,
-                               SPARSE if kind == "chunks" else PAYLOAD_ONLY, PAYLOAD_INDEXES[kind])
+                               SPARSE if kind == "chunks" else PAYLOAD_ONLY, SHARD_INDEXES[kind])
                               for kind in missing])
             except CreateFailed as exc:
                 for kind in missing:
@@ -198,6 +139,11 @@ class EdgeStore(Store):
                     self._shards[kind] = qe.EdgeShard.load(str(self.path(kind)), None)
         if "chunks" in missing:
             self._meta.update(self.prefix, **{LAYOUT_KEY: layout_name(False)})     # as created (edge_layout)
+        for kind in [k for k in CHECK_INDEXES if k not in missing]:     # a shard made before them: built once
+            with self._engine(kind):
+                for name in CHECK_INDEXES[kind].keys() - self._shard(kind).info().payload_schema.keys():
+                    self._writing(kind)
+                    self._shard(kind).update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
         if existing is None:
             self._meta.update(self.prefix, dim=dim)
 
@@ -208,6 +154,7 @@ class EdgeStore(Store):
         return int(value) if isinstance(value, int) else None
 
     def drop(self) -> None:
+        self._files.written()
         for kind in KINDS:
             shard = self._shards.pop(kind, None)
             self._dirty.discard(kind)
@@ -222,28 +169,28 @@ class EdgeStore(Store):
     def upsert(self, kind: str, points: Sequence[Point]) -> None:
         if not points:
             return
-        self._space.check(need=_size_of(points), what=f"write of {len(points)} {kind}")
+        self._space.check(need=size_of(points), what=f"write of {len(points)} {kind}")
         shared = SHARED_FIELDS.get(kind)
-        if len(points) > 1 and (len(points) > PAGE_POINTS or sum(map(_bytes, points)) > PAGE_BYTES):
-            for page in pages(points, max_bytes=PAGE_BYTES, size=_bytes):   # short engine calls (edge_pages)
+        if len(points) > 1 and (len(points) > PAGE_POINTS or sum(map(bytes_of, points)) > PAGE_BYTES):
+            for page in pages(points, max_bytes=PAGE_BYTES, size=bytes_of):   # short engine calls (edge_pages)
                 self.upsert(kind, page)        # a page: one point, or within both bounds
             return
-        self._dirty.add(kind)
+        self._writing(kind)
         self._written += len(points) if kind == "chunks" else 0
         with self._engine(kind):
             shard = self._shard(kind)
             if shared is None or len(points) < 64:
-                shard.update(qe.UpdateOperation.upsert_points([_point(p) for p in points]))
+                shard.update(qe.UpdateOperation.upsert_points([to_point(p) for p in points]))
                 return
             # the fields most of these points share are set once per group of equal values (same payload stored)
             groups: dict[tuple, list[uuid.UUID]] = {}
             own: list[qe.Point] = []
             for p in points:
-                common = tuple((k, _hashable(v)) for k in shared if (v := p.payload.get(k)) is not None)
+                common = tuple((k, hashable(v)) for k in shared if (v := p.payload.get(k)) is not None)
                 pid = uuid.UUID(p.id)
                 groups.setdefault(common, []).append(pid)
                 keys = {k for k, _ in common}
-                own.append(_point(Point(p.id, {k: v for k, v in p.payload.items() if k not in keys},
+                own.append(to_point(Point(p.id, {k: v for k, v in p.payload.items() if k not in keys},
                                         p.dense, p.sparse)))
             shard.update(qe.UpdateOperation.upsert_points(own))
             for common, ids in groups.items():
@@ -255,7 +202,7 @@ class EdgeStore(Store):
         if vectors:
             dim = len(next(iter(vectors.values())))
             self._space.check(need=len(vectors) * dim * 8, what=f"write of {len(vectors)} vectors")
-            self._dirty.add(kind)
+            self._writing(kind)
             self._written += len(vectors) if kind == "chunks" else 0
             for page in pages(list(vectors.items())):
                 with self._engine(kind):
@@ -264,7 +211,8 @@ class EdgeStore(Store):
                          for pid, v in page]))
 
     def delete(self, kind: str, ids: Sequence[str]) -> None:
-        self._dirty.update([kind] if ids else [])
+        if ids:
+            self._writing(kind)
         for page in pages(ids):
             with self._engine(kind):
                 self._shard(kind).update(qe.UpdateOperation.delete_points([uuid.UUID(i) for i in page]))
@@ -273,6 +221,13 @@ class EdgeStore(Store):
         # the ids first, then deleted a page at a time: one delete by filter of a large note's edges is one
         # long engine call (edge_pages)
         self.delete(kind, [r.id for r in self.scroll(kind, where, payload=False)])
+
+    def _writing(self, kind: str) -> None:
+        self._dirty.add(kind)
+        self._files.written()
+
+    def verify_files(self) -> list[str] | None:
+        return self._files.verify()
 
     def flush(self) -> None:
         """Make what was written durable. Only the shards written since their last flush: a flush holds the
@@ -292,9 +247,12 @@ class EdgeStore(Store):
         target = layout_name(hnsw)
         reload = self._meta.get(self.prefix).get(LAYOUT_KEY) != target
         with self._engine("chunks"):
+            self._files.written()       # the rewrite changes the files; recorded again once it is done
             if not reload and self._written < ASIDE_FROM:
-                self._shard("chunks").optimize()
-                self._dirty.add("chunks")
+                shard = self._shard("chunks")
+                shard.optimize()
+                shard.flush()
+                self._files.committed()
                 return
             shard = self._shards.pop("chunks", None)
             if shard is not None:
@@ -309,6 +267,7 @@ class EdgeStore(Store):
             self._written = 0
         if reload:
             self._meta.update(self.prefix, **{LAYOUT_KEY: target})
+        self._files.committed()         # the same points, rewritten: `check` may trust the files again
 
     # ------------------------------------------------------------------ reading
 
@@ -319,22 +278,22 @@ class EdgeStore(Store):
         wanted, out = bool(vector_names(dense, sparse)), []
         for page in pages(ids):
             with self._engine(kind):
-                points = self._shard(kind).retrieve([uuid.UUID(i) for i in page], _selector(payload),
+                points = self._shard(kind).retrieve([uuid.UUID(i) for i in page], payload_selector(payload),
                                                     vector_names(dense, sparse))
-                out += [_record(p, payload=payload, vectors=wanted) for p in points]
+                out += [to_record(p, payload=payload, vectors=wanted) for p in points]
         return out
 
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
-               sparse: bool = False) -> Iterator[Record]:
+               sparse: bool = False, page: int | None = None) -> Iterator[Record]:
         shard = self._shard(kind)
-        flt, selector, vectors = edge_filter(where), _selector(payload), vector_names(dense, sparse)
-        offset = None
+        flt, selector, vectors = edge_filter(where), payload_selector(payload), vector_names(dense, sparse)
+        offset, limit = None, page or SCROLL_PAGE
         while True:
             with self._engine(kind):
-                points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, filter=flt,
+                points, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=limit, filter=flt,
                                                                with_payload=selector, with_vector=vectors))
             for p in points:
-                yield _record(p, payload=payload, vectors=bool(vectors))
+                yield to_record(p, payload=payload, vectors=bool(vectors))
             if offset is None:
                 return
 
@@ -342,16 +301,24 @@ class EdgeStore(Store):
         with self._engine(kind):
             return self._shard(kind).count(qe.CountRequest(filter=edge_filter(where), exact=True))
 
+    def facet(self, kind: str, key: str) -> dict[Any, int] | None:
+        with self._engine(kind):
+            shard = self._shard(kind)
+            if key not in shard.info().payload_schema:
+                return None         # without a payload index the engine reads every payload
+            limit = shard.count(qe.CountRequest(exact=True)) + 1     # every value
+            return {h.value: h.count for h in shard.facet(qe.FacetRequest(key, limit=limit, exact=True)).hits}
+
     def search_dense(self, vector: Sequence[float], limit: int, where: Where | None = None, *,
                      payload: Fields = False, dense: bool = False, params: SearchParams | None = None
                      ) -> list[Record]:
         params = params or SearchParams()
         request = qe.QueryRequest(query=qe.Query.Nearest(list(map(float, vector)), using=DENSE), limit=limit,
-                                  filter=edge_filter(where), with_payload=_selector(payload),
+                                  filter=edge_filter(where), with_payload=payload_selector(payload),
                                   with_vector=vector_names(dense, False),
                                   params=qe.SearchParams(exact=params.exact, hnsw_ef=params.hnsw_ef))
         with self._engine("chunks"):
-            return [_record(p, p.score, payload=payload, vectors=dense) for p in self._shard("chunks").query(request)]
+            return [to_record(p, p.score, payload=payload, vectors=dense) for p in self._shard("chunks").query(request)]
 
     def search_sparse(self, vector: Sparse, limit: int, where: Where | None = None, *,
                       payload: Fields = False, dense: bool = False) -> list[Record]:
@@ -359,10 +326,10 @@ class EdgeStore(Store):
             return []
         request = qe.QueryRequest(query=qe.Query.Nearest(qe.SparseVector(list(vector.indices), list(vector.values)),
                                                          using=SPARSE),
-                                  limit=limit, filter=edge_filter(where), with_payload=_selector(payload),
+                                  limit=limit, filter=edge_filter(where), with_payload=payload_selector(payload),
                                   with_vector=vector_names(dense, False))
         with self._engine("chunks"):
-            return [_record(p, score, payload=payload, vectors=dense) for p in self._shard("chunks").query(request)
+            return [to_record(p, score, payload=payload, vectors=dense) for p in self._shard("chunks").query(request)
                     if (score := p.score) > 0]
 
     # ------------------------------------------------------------------ token, info, close
@@ -377,6 +344,8 @@ class EdgeStore(Store):
         # clearing it vouches for nothing (the next import reads the whole vault): no flush, which held the
         # interpreter lock 100-200 ms at the start of every live import (drill, hostile notes)
         self._meta.update(self.prefix, token=token or None)
+        if token is not None:
+            self._files.committed()
         return True
 
     def read_vault(self) -> str | None:
@@ -394,6 +363,8 @@ class EdgeStore(Store):
         try:
             for shard in self._shards.values():
                 shard.close()
+            self._shards.clear()
+            self._files.closed()
         finally:
             self._shards.clear()
             self._claim.release()

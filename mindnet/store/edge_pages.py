@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from mindnet.store.engine import Point
+
 T = TypeVar("T")
 
 PAGE_POINTS = 256           # points (or ids) per Edge call
@@ -43,6 +45,20 @@ def pages(items: Sequence[T], *, limit: int = PAGE_POINTS, max_bytes: int | None
         used += n
     if start < len(items):
         yield items[start:]
+
+
+def size_of(points: Sequence[Point]) -> int:
+    """A generous guess of the bytes a batch adds on disk (WAL and segment): payload text, vectors, overhead."""
+    sample = points[: min(len(points), 16)]
+    per = sum(len(str(p.payload)) + 8 * len(p.dense or ()) + 12 * len(p.sparse.indices if p.sparse else ()) + 512
+              for p in sample) / len(sample)
+    return int(2 * per * len(points))
+
+
+def bytes_of(p: Point) -> int:
+    """About the bytes of a point's payload and vectors (what a write call converts and stores)."""
+    return len(str(p.payload)) + 8 * len(p.dense if p.dense is not None else ()) \
+        + 12 * len(p.sparse.indices if p.sparse else ())
 
 
 # runs in a child process: argv[1] is a JSON list of [path, dense size or null, {field: schema}]

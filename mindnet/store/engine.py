@@ -60,13 +60,14 @@ class Record:
 @dataclass(frozen=True)
 class Where:
     """A filter, the same on both engines (every field it names has a payload index): each `match` (key, values)
-    holds one of the values, no `exclude` (key, values) does, the id is one of `ids`, and the point has no
-    vector named `without` (chunks not embedded yet)."""
+    holds one of the values, no `exclude` (key, values) does, the id is one of `ids`, the point has no
+    vector named `without` (chunks not embedded yet), and a value (not null or empty) for each key in `present`."""
 
     match: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     exclude: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     ids: tuple[str, ...] | None = None
     without: str | None = None
+    present: tuple[str, ...] = ()
 
     @classmethod
     def field(cls, key: str, *values: Any) -> Where:
@@ -82,11 +83,12 @@ class Where:
             return self
         ids = self.ids if other.ids is None else other.ids if self.ids is None else \
             tuple(set(self.ids) & set(other.ids))
-        return Where(self.match + other.match, self.exclude + other.exclude, ids, self.without or other.without)
+        return Where(self.match + other.match, self.exclude + other.exclude, ids, self.without or other.without,
+                     self.present + other.present)
 
     @property
     def empty(self) -> bool:
-        return not (self.match or self.exclude) and self.ids is None and self.without is None
+        return not (self.match or self.exclude or self.present) and self.ids is None and self.without is None
 
 
 @dataclass
@@ -163,8 +165,9 @@ class Store(ABC):
 
     @abstractmethod
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
-               sparse: bool = False) -> Iterator[Record]:
-        """Every point (matching `where`), page by page."""
+               sparse: bool = False, page: int | None = None) -> Iterator[Record]:
+        """Every point (matching `where`), page by page (`page` points per engine call: None for the engine's
+        default, kept short for a server's other threads)."""
 
     @abstractmethod
     def count(self, kind: str, where: Where | None = None) -> int: ...
@@ -179,6 +182,15 @@ class Store(ABC):
     def search_sparse(self, vector: Sparse, limit: int, where: Where | None = None, *,
                       payload: Fields = False, dense: bool = False) -> list[Record]:
         """The chunks with the highest BM25 (IDF x stored term weights), best first, score > 0 only."""
+
+    def facet(self, kind: str, key: str) -> dict[Any, int] | None:
+        """How many points hold each value of the payload field `key` (an indexed one); None: not answered."""
+        return None
+
+    def verify_files(self) -> list[str] | None:
+        """Before any read: the files of an embedded index that differ from what mindnet last left there
+        (`mindnet.store.file_record`; [] for none), None when nothing is recorded (a server keeps no record)."""
+        return None
 
     # ------------------------------------------------------------------ the import's token
 

@@ -46,6 +46,7 @@ def server_filter(where: Where | None) -> qm.Filter | None:
     must_not: list[Any] = [_field(k, v) for k, v in where.exclude]
     if where.without:
         must_not.append(qm.HasVectorCondition(has_vector=where.without))
+    must_not += [qm.IsEmptyCondition(is_empty=qm.PayloadField(key=key)) for key in where.present]
     return qm.Filter(must=must or None, must_not=must_not or None)
 
 
@@ -175,11 +176,11 @@ class ServerStore(Store):
         return [_record(p) for p in points]
 
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
-               sparse: bool = False) -> Iterator[Record]:
+               sparse: bool = False, page: int | None = None) -> Iterator[Record]:
         flt, selector, vectors = server_filter(where), _selector(payload), vector_names(dense, sparse)
         offset = None
         while True:
-            points, offset = self.client.scroll(self._names[kind], scroll_filter=flt, limit=PAGE, offset=offset,
+            points, offset = self.client.scroll(self._names[kind], scroll_filter=flt, limit=page or PAGE, offset=offset,
                                                 with_payload=selector, with_vectors=vectors)
             for p in points:
                 yield _record(p)
