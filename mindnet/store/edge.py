@@ -242,8 +242,15 @@ class EdgeStore(Store):
         when it may be long (a new layout, ASIDE_FROM chunks written), else here (0.01 s after 20 chunks)."""
         if not self.exists("chunks") or (dim := self.dim()) is None:
             return
-        # optimising rewrites segments beside the old ones: up to the collection's size again
-        self._space.check(need=used_bytes(self.path("chunks")), what="optimisation of the chunks")
+        # optimising rewrites segments beside the old ones: up to the collection's size again. Without HNSW it
+        # only makes the index open faster: on a disk without the room for it, the index stays as written
+        try:
+            self._space.check(need=used_bytes(self.path("chunks")), what="optimisation of the chunks")
+        except DataWriteError as exc:
+            if hnsw:
+                raise
+            log.warning("the chunks are left as written (they open slower): %s", exc)
+            return
         target = layout_name(hnsw)
         reload = self._meta.get(self.prefix).get(LAYOUT_KEY) != target
         with self._engine("chunks"):
