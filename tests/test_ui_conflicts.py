@@ -62,7 +62,10 @@ def conflict_with_a_changed_note(pg: Page, server: ChatServer) -> tuple[Path, st
         fh.write(IN_OBSIDIAN)
     before = target.read_text(encoding="utf-8")
     ask(pg, DRAFT_ASK)
-    editor = pg.get_by_test_id("draft-text").last
+    # the new draft's editor: the saved one above stays on the page, disabled (on a busy machine `.last` was
+    # still that one when the test typed)
+    editor = pg.locator("[data-testid='draft-text']:not([disabled])").last
+    expect(editor).to_be_visible(timeout=TIMEOUT)
     editor.fill(editor.input_value().replace("Basilikum und Minze in Kästen.", "Salbei und Thymian in Töpfen."))
     pg.get_by_test_id("draft-save").last.click()
     expect(pg.get_by_test_id("conflict-diff").last).to_be_visible(timeout=TIMEOUT)

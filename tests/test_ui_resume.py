@@ -181,6 +181,9 @@ def test_a_restored_draft_names_its_thread_by_the_note_not_by_an_action(browser:
     editor.focus()
     editor.press("Control+End")
     editor.press_sequentially("\nSalbei")                          # kept in this browser
+    # the first thread's name is stored after the answer shows: wait for it (a state) before leaving the page
+    wait_for_store(server, lambda ts: any(t["name"] == "New note: Kräutergarten" for t in ts),
+                   "the first thread's name")
     pg.goto(f"{server.url}/ui/", wait_until="domcontentloaded")     # a new chat: the draft is handed back
     expect(pg.get_by_text("Restored your unsaved draft", exact=False).first).to_be_visible(timeout=TIMEOUT)
     pg.get_by_test_id("draft-text").last.press_sequentially(" und Thymian")   # its first action starts the thread
