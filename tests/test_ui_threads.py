@@ -52,6 +52,34 @@ async def test_data_layer_stores_a_thread_lists_it_and_gives_it_back(tmp_path: P
     assert await layer.get_thread("t1") is None
 
 
+@pytest.mark.asyncio
+async def test_a_topic_name_outlasts_the_automatic_name_that_lands_after_it_but_not_a_rename(tmp_path: Path) -> None:
+    # Chainlit writes a thread's automatic name (its first message) from a task of its own; on a busy machine
+    # it landed after mindnet's topic name and replaced it (CI of stop 37)
+    from chainlit.context import init_http_context
+    init_http_context()
+    layer = SQLiteDataLayer(create_schema(tmp_path / "threads.sqlite"))
+    user = await layer.create_user(User(identifier="local"))
+    assert user is not None
+
+    async def name(thread_id: str) -> str:
+        from chainlit.types import Pagination, ThreadFilter
+        listed = await layer.list_threads(Pagination(first=10), ThreadFilter(userId=user.id))
+        return next(t["name"] for t in listed.data if t["id"] == thread_id)
+
+    await layer.name_by_topic("late", "New note: Kräutergarten")          # the topic first ...
+    await layer.update_thread("late", name="Neues Projekt anlegen", user_id=user.id)   # ... the automatic name after
+    assert await name("late") == "New note: Kräutergarten"
+    await layer.update_thread("late", name="Balkon")                       # the user's rename in the sidebar
+    assert await name("late") == "Balkon"
+
+    await layer.update_thread("early", name="Neues Projekt anlegen", user_id=user.id)  # the usual order
+    await layer.name_by_topic("early", "New note: Kräutergarten")
+    assert await name("early") == "New note: Kräutergarten"
+    await layer.update_thread("early", name="Balkon")
+    assert await name("early") == "Balkon"
+
+
 def test_resumed_history_keeps_the_last_turns_in_order() -> None:
     def at(i: int, n: int) -> str:
         return f"2026-01-01T10:00:{i:02d}{n}"

@@ -88,7 +88,11 @@ async def name_thread(title: str) -> None:
     if layer is None or cl.user_session.get("thread_named"):
         return
     cl.user_session.set("thread_named", True)
-    await layer.update_thread(thread_id=cl.context.session.thread_id, name=title)
+    thread_id = cl.context.session.thread_id
+    if hasattr(layer, "name_by_topic"):
+        await layer.name_by_topic(thread_id, title)
+    else:
+        await layer.update_thread(thread_id=thread_id, name=title)
 
 
 async def show_thread_url() -> None:
