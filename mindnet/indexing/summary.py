@@ -22,7 +22,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from importlib import metadata
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from mindnet.indexing.report import ImportReport
 from mindnet.indexing.state import MANIFEST_VERSION, RACY_NS, IndexState
+from mindnet.store.folder import write_json
 from mindnet.vault.scan import Issue
 
 __all__ = ["add_totals", "drop_summary", "read_summary", "report_unchanged", "summary_path", "write_summary"]
@@ -115,16 +115,7 @@ def write_summary(manifest: Path, state: IndexState, token: str) -> None:
                        "unresolved": scratch.unresolved, "links_by_syntax": scratch.links_by_syntax,
                        "links_by_rule": scratch.links_by_rule, "ambiguous": scratch.ambiguous,
                        "anchors_unresolved": scratch.anchors_unresolved, "urls": scratch.urls}}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(json.dumps(data, separators=(",", ":")))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_json(path, data)
     except OSError as exc:
         log.warning("could not write the manifest's summary %s (%s); re-imports load the manifest", path, exc)
         drop_summary(manifest)
