@@ -103,6 +103,17 @@ def import_vault(tmp: Path, ollama_url: str, files: dict[str, str | bytes], **ov
     return settings
 
 
+def point_cli_at(tmp: Path, ollama_url: str, settings: Settings, monkeypatch) -> Path:  # noqa: ANN001
+    """MINDNET_* pointing the CLI at `settings`' folder under `tmp` (vault ./vault, logs ./logs, prefix t, no
+    server), with the fake Ollama at `ollama_url`; `tmp` back."""
+    for key, value in {"EMBEDDING": "ollama", "OLLAMA_URL": ollama_url, "QDRANT_PATH": settings.qdrant_path,
+                       "CACHE_DIR": settings.cache_dir, "LOG_DIR": tmp / "logs", "COLLECTION_PREFIX": "t",
+                       "VAULT_ROOT": tmp / "vault", "QDRANT_URL": "",
+                       "TYPES_CONFIG": settings.types_config}.items():
+        monkeypatch.setenv(f"MINDNET_{key}", str(value))
+    return tmp
+
+
 @contextmanager
 def imported_sample_vault(tmp: Path) -> Iterator[Settings]:
     """The sample vault imported and closed (a clean close writes the start file), with a fake Ollama serving

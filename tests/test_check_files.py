@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers_vault import import_vault
+from helpers_vault import import_vault, point_cli_at
 
 from mindnet.cli import main
 from mindnet.indexing import integrity
@@ -30,12 +30,7 @@ VAULT = {
 def folder(tmp_path: Path, fake_ollama, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The vault imported; the CLI's environment points at it."""
     settings = import_vault(tmp_path, fake_ollama.url, VAULT, log_dir=tmp_path / "logs")
-    for key, value in {"EMBEDDING": "ollama", "OLLAMA_URL": fake_ollama.url, "QDRANT_PATH": settings.qdrant_path,
-                       "CACHE_DIR": settings.cache_dir, "LOG_DIR": tmp_path / "logs", "COLLECTION_PREFIX": "t",
-                       "VAULT_ROOT": tmp_path / "vault", "QDRANT_URL": "",
-                       "TYPES_CONFIG": settings.types_config}.items():
-        monkeypatch.setenv(f"MINDNET_{key}", str(value))
-    return tmp_path
+    return point_cli_at(tmp_path, fake_ollama.url, settings, monkeypatch)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from helpers_vault import copy_sample_vault, fake_settings
+from helpers_vault import copy_sample_vault, fake_settings, point_cli_at
 from qdrant_client import QdrantClient, models
 
 from mindnet.cli import main
@@ -27,12 +27,7 @@ def env(tmp_path: Path, fake_ollama, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The sample vault, and MINDNET_* pointing the CLI at this folder (index ./qdrant, prefix t)."""
     copy_sample_vault(tmp_path / "vault")
     settings = fake_settings(tmp_path, fake_ollama.url)
-    for key, value in {"EMBEDDING": "ollama", "OLLAMA_URL": fake_ollama.url, "QDRANT_PATH": settings.qdrant_path,
-                       "CACHE_DIR": settings.cache_dir, "COLLECTION_PREFIX": "t", "QDRANT_URL": "",
-                       "VAULT_ROOT": tmp_path / "vault", "LOG_DIR": tmp_path / "logs",
-                       "TYPES_CONFIG": settings.types_config}.items():
-        monkeypatch.setenv(f"MINDNET_{key}", str(value))
-    return tmp_path
+    return point_cli_at(tmp_path, fake_ollama.url, settings, monkeypatch)
 
 
 def write_local_mode_index(folder: Path) -> None:
