@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -78,6 +79,38 @@ async def test_a_topic_name_outlasts_the_automatic_name_that_lands_after_it_but_
     assert await name("early") == "New note: Kräutergarten"
     await layer.update_thread("early", name="Balkon")
     assert await name("early") == "Balkon"
+
+
+@pytest.mark.asyncio
+async def test_an_automatic_name_decided_first_but_written_late_does_not_replace_the_topic(tmp_path: Path) -> None:
+    # a thread write is a read then an upsert: the automatic name's upsert, held up between the two on a busy
+    # machine, landed after the topic name's (loaded CI of stop 38) unless the writes go one at a time
+    from chainlit.context import init_http_context
+    init_http_context()
+    held = asyncio.Event()
+    released = asyncio.Event()
+
+    class SlowUpsert(SQLiteDataLayer):
+        async def execute_sql(self, query: str, parameters: dict):
+            if "INSERT INTO threads" in query and parameters.get("name") == "Neues Projekt anlegen":
+                held.set()
+                await released.wait()
+            return await super().execute_sql(query, parameters)
+
+    layer = SlowUpsert(create_schema(tmp_path / "threads.sqlite"))
+    user = await layer.create_user(User(identifier="local"))
+    assert user is not None
+    automatic = asyncio.create_task(layer.update_thread("t", name="Neues Projekt anlegen", user_id=user.id))
+    await asyncio.wait_for(held.wait(), 10)                     # decided and read: its upsert is held up
+    topic = asyncio.create_task(layer.name_by_topic("t", "New note: Kräutergarten"))
+    for _ in range(20):                                         # let the topic name go as far as it can
+        await asyncio.sleep(0)
+    released.set()
+    await asyncio.wait_for(asyncio.gather(automatic, topic), 10)
+
+    from chainlit.types import Pagination, ThreadFilter
+    listed = await layer.list_threads(Pagination(first=10), ThreadFilter(userId=user.id))
+    assert [t["name"] for t in listed.data] == ["New note: Kräutergarten"]
 
 
 def test_resumed_history_keeps_the_last_turns_in_order() -> None:

@@ -100,6 +100,7 @@ class SQLiteDataLayer(SQLAlchemyDataLayer):
         # threads named so far in this process: automatically (Chainlit's first-interaction name), and by topic
         self._auto_named: set[str] = set()
         self._topic_named: set[str] = set()
+        self._name_writes: asyncio.Lock | None = None
 
     async def create_step(self, step_dict: Any) -> None:
         # Chainlit writes each update of a streamed message in its own task, and a step write is several
@@ -133,20 +134,29 @@ class SQLiteDataLayer(SQLAlchemyDataLayer):
         from chainlit.config import config
         if name is not None and name in config.code.action_callbacks:
             name = None
-        if name is not None and thread_id not in self._auto_named:
-            # a thread's first name is Chainlit's automatic one (the first message), written by a task of its
-            # own that can land after the answer, when mindnet has named the thread by topic: the topic wins.
-            # Later names (the user's rename in the sidebar) always apply.
-            self._auto_named.add(thread_id)
-            if thread_id in self._topic_named:
-                name = None
-        await super().update_thread(thread_id, name=name, user_id=user_id, metadata=metadata, tags=tags)
+        # a thread write is a read and an upsert, several awaits apart: one at a time, in order (FIFO), so a
+        # name decided first is also written first and the topic name, decided after, is written after it
+        async with self._name_lock():
+            if name is not None and thread_id not in self._auto_named:
+                # a thread's first name is Chainlit's automatic one (the first message), written by a task of its
+                # own that can land after the answer, when mindnet has named the thread by topic: the topic wins.
+                # Later names (the user's rename in the sidebar) always apply.
+                self._auto_named.add(thread_id)
+                if thread_id in self._topic_named:
+                    name = None
+            await super().update_thread(thread_id, name=name, user_id=user_id, metadata=metadata, tags=tags)
 
     async def name_by_topic(self, thread_id: str, name: str) -> None:
         """Name a thread by its topic (`resume.thread_title`), whether or not Chainlit's automatic name has
         been written yet."""
         self._topic_named.add(thread_id)
-        await super().update_thread(thread_id, name=name)
+        async with self._name_lock():
+            await super().update_thread(thread_id, name=name)
+
+    def _name_lock(self) -> asyncio.Lock:
+        if self._name_writes is None:       # made inside the event loop that uses it
+            self._name_writes = asyncio.Lock()
+        return self._name_writes
 
     async def execute_sql(self, query: str, parameters: dict) -> Any:
         params = {k: json.dumps(v) if isinstance(v, list) else v for k, v in parameters.items()}
