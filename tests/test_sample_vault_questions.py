@@ -44,13 +44,13 @@ def report(tmp_path_factory: pytest.TempPathFactory):
 
 def test_default_mode_keeps_its_measured_quality_without_duplicates(report) -> None:
     default = report.modes[f"hybrid-d{report.depth}"]
-    assert default["mrr@10"] >= 0.90          # measured 0.9133: one question from rank 1 to 2 costs 0.0125
+    assert default["mrr@10"] >= 0.90          # measured 0.9008 (2026-12-06): one question from rank 1 to 2 costs 0.0125
     assert default["recall@10"] >= 0.95
     assert default["dup@5"] == 0.0
 
 
 def test_the_graph_is_never_worse_than_depth_zero_on_the_sample_set(report) -> None:
-    # measured: MRR@10 0.9133 (depth 1) vs 0.8779 (depth 0), nDCG@10 0.9353 vs 0.9082
+    # measured: MRR@10 0.9008 (depth 1) vs 0.8779 (depth 0), nDCG@10 0.9260 vs 0.9082
     graph, flat = report.modes["hybrid-d1"], report.modes["hybrid-d0"]
     assert graph["mrr@10"] >= flat["mrr@10"]
     assert graph["ndcg@10"] >= flat["ndcg@10"]
