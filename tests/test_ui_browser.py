@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from helpers_ui import ANSWER, ODD_NOTE, ODD_TITLE, ChatServer, scripted_chat
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 pytestmark = pytest.mark.browser
 
@@ -399,6 +399,7 @@ def test_saving_an_existing_note_asks_and_each_choice_works(page: Page, server: 
     target = server.vault / "projects" / "Kräutergarten.md"
     target.unlink(missing_ok=True)
     new_draft()
+    editor_after_the_move(page)                              # the first answer: the page is drawn anew
     page.get_by_test_id("draft-save").last.click()
     expect(page.get_by_text("Saved ", exact=False).first).to_be_visible(timeout=TIMEOUT)
     new_draft()
@@ -429,6 +430,7 @@ def test_overwrite_shows_both_texts_and_never_replaces_a_note_changed_since(page
     target = server.vault / "projects" / "Kräutergarten.md"
     target.unlink(missing_ok=True)
     ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
+    editor_after_the_move(page)                              # not the button of the editor being drawn anew
     page.get_by_test_id("draft-save").last.click()
     expect(page.get_by_text("Saved ", exact=False).last).to_be_visible(timeout=TIMEOUT)
     with target.open("a", encoding="utf-8") as fh:          # the user adds a line in Obsidian
@@ -457,10 +459,21 @@ def test_overwrite_shows_both_texts_and_never_replaces_a_note_changed_since(page
     assert "Salbei" in target.read_text(encoding="utf-8")
 
 
-def test_draft_text_survives_a_reload(page: Page) -> None:
-    ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
+def editor_after_the_move(page: Page) -> Locator:
+    """The draft editor once the page has moved to the thread's URL and Chainlit has drawn it anew (keys typed
+    while it does so go to the chat's input, which takes the focus then)."""
+    expect(page).to_have_url(re.compile(r"/ui/thread/[0-9a-f-]+$"), timeout=TIMEOUT)
+    # the move marks its time, each mount of the editor its own (none: the page was opened at the thread's URL)
+    page.wait_for_function("() => { const d = document.documentElement.dataset;"
+                           " return !d.mindnetMoved || +d.mindnetEditorMounted > +d.mindnetMoved; }", timeout=TIMEOUT)
     editor = page.get_by_test_id("draft-text").last
     editor.wait_for(timeout=TIMEOUT)
+    return editor
+
+
+def test_draft_text_survives_a_reload(page: Page) -> None:
+    ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
+    editor = editor_after_the_move(page)
     editor.focus()
     editor.press("Control+End")
     editor.press_sequentially("\nZitronenverbene nicht vergessen")     # key by key, as typed
@@ -502,8 +515,7 @@ def test_conversation_is_resumed_from_the_sidebar_after_a_reload(page: Page, ser
 
 def test_draft_editor_suggests_typed_links_while_typing_and_inserts_them(page: Page, server: ChatServer) -> None:
     ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
-    editor = page.get_by_test_id("draft-text").last
-    editor.wait_for(timeout=TIMEOUT)
+    editor = editor_after_the_move(page)
     editor.focus()
     editor.press("Control+End")
     editor.press_sequentially("\nDie Bewässerung hängt ab von Qdrant.")    # key by key: the panel follows

@@ -14,7 +14,7 @@ import pytest
 import test_ui_browser as ui
 from helpers_ui import ChatServer
 from playwright.sync_api import Page, expect
-from test_ui_browser import ARTIFACTS, TIMEOUT, ask
+from test_ui_browser import ARTIFACTS, TIMEOUT, ask, editor_after_the_move
 
 pytestmark = pytest.mark.browser
 browser, page, phone = ui.browser, ui.page, ui.phone      # its fixtures, over this module's server
@@ -56,6 +56,7 @@ def conflict_with_a_changed_note(pg: Page, server: ChatServer) -> tuple[Path, st
     target = server.vault / "projects" / "Kräutergarten.md"
     target.unlink(missing_ok=True)
     ask(pg, DRAFT_ASK)
+    editor_after_the_move(pg)                                # not the button of the editor being drawn anew
     pg.get_by_test_id("draft-save").last.click()
     expect(pg.get_by_text("Saved ", exact=False).last).to_be_visible(timeout=TIMEOUT)
     with target.open("a", encoding="utf-8") as fh:

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from helpers_ui import DRAFT_REPLY, ChatServer
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+from test_ui_browser import editor_after_the_move
 
 pytestmark = pytest.mark.browser
 
@@ -201,7 +202,7 @@ def test_the_policy_is_sent_and_blocks_a_remote_image(watched: Watched, server: 
 def test_the_draft_preview_shows_images_as_links(watched: Watched, evil: Evil) -> None:
     page = watched.page
     ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
-    page.get_by_test_id("draft-text").last.wait_for(timeout=TIMEOUT)
+    editor_after_the_move(page)                              # not the button of the editor being drawn anew
     page.get_by_test_id("draft-preview-toggle").last.click()
     preview = page.get_by_test_id("draft-preview").last
     expect(preview).to_contain_text("Basilikum und Minze in Kästen.")

@@ -16,7 +16,17 @@ from typing import Any
 import pytest
 from helpers_ui import ANSWER, ChatServer
 from playwright.sync_api import Browser, Page, expect
-from test_ui_browser import ARTIFACTS, DESKTOP, MOBILE, TIMEOUT, ask, browser, last_answer, open_page  # noqa: F401
+from test_ui_browser import (  # noqa: F401
+    ARTIFACTS,
+    DESKTOP,
+    MOBILE,
+    TIMEOUT,
+    ask,
+    browser,
+    editor_after_the_move,
+    last_answer,
+    open_page,
+)
 
 from mindnet.logs import GENERATED_ANSWER
 from mindnet.ui.resume import DRAFT_KEY, TURN_KEY, latest_ratings, thread_title
@@ -145,9 +155,8 @@ def test_a_reopened_interview_thread_shows_the_draft_editor_with_its_text(browse
     typed = "Zitronenverbene nicht vergessen"
     pg = open_page(browser, server, DESKTOP)
     ask(pg, NEW_NOTE)
-    editor = pg.get_by_test_id("draft-text").last
-    editor.wait_for(timeout=TIMEOUT)
     tid = thread_id(pg)
+    editor = editor_after_the_move(pg)
     editor.focus()
     editor.press("Control+End")
     editor.press_sequentially("\n" + typed)
@@ -173,11 +182,33 @@ def test_a_reopened_interview_thread_shows_the_draft_editor_with_its_text(browse
     other.context.close()
 
 
+def test_typing_in_the_draft_editor_goes_on_where_it_was_when_the_page_is_drawn_again(page: Page) -> None:
+    # after the first answer the page moves to the thread's URL and Chainlit draws it again, editor included:
+    # keys typed then went to the start of the text (loaded CI of stop 38), or nowhere
+    ask(page, NEW_NOTE)
+    tid = thread_id(page)
+    editor = editor_after_the_move(page)
+    editor.focus()
+    editor.press("Control+End")
+    editor.press_sequentially("\nSalbei")
+    # the same move once more, as the page script makes it: from the chat's first URL to the thread's
+    page.evaluate("""(tid) => {
+        history.replaceState(history.state, "", "/ui/");
+        window.dispatchEvent(new PopStateEvent("popstate", { state: history.state }));
+        window.postMessage({ mindnet: "thread", thread_id: tid }, location.origin);
+    }""", tid)
+    editor = editor_after_the_move(page)
+    expect(editor).to_be_focused(timeout=TIMEOUT)       # given back (the chat's input took it as the page was drawn)
+    page.keyboard.type(" und Thymian")                 # no click first: the keys go where the focus is
+    expect(page.get_by_test_id("draft-text").last).to_have_value(re.compile(r"\nSalbei und Thymian\s*$"),
+                                                                  timeout=TIMEOUT)
+
+
 def test_a_restored_draft_names_its_thread_by_the_note_not_by_an_action(browser: Browser,  # noqa: F811
                                                                         server: ChatServer) -> None:
     pg = open_page(browser, server, DESKTOP)
     ask(pg, NEW_NOTE)
-    editor = pg.get_by_test_id("draft-text").last
+    editor = editor_after_the_move(pg)
     editor.focus()
     editor.press("Control+End")
     editor.press_sequentially("\nSalbei")                          # kept in this browser

@@ -19,6 +19,8 @@ import { Textarea } from "@/components/ui/textarea";
 import { Markdown } from "@/components/markdown";
 
 const DRAFT_KEY = "mindnet.draft";
+const CARET_KEY = "mindnetDraftCaret";   // on window: outlives the element when Chainlit mounts it again
+const CARET_KEPT_MS = 10000;              // a caret older than this is not given back on such a mount
 const ANALYZE_DELAY_MS = 700;   // suggestions are asked for once typing pauses this long
 // diff rows (props.conflict.diff): "-" only in the vault's note, "+" only in the draft, "@" a skipped stretch
 const DIFF_STYLE = {
@@ -99,19 +101,60 @@ export default function DraftEditor() {
     } catch (err) { /* storage full or disabled: the server session still has the text */ }
   };
   useEffect(() => {
-    if (editable) keep(text);
+    // a text already kept for this draft is the newest (typed while this element was being mounted again)
+    if (editable && kept(props.draft_id) === null) keep(text);
     else if (status === "saved" || status === "discarded") window.localStorage.removeItem(DRAFT_KEY);
   }, [status]);
+  // the page moves to the thread's URL after the first answer and Chainlit mounts the element again: whoever was
+  // typing keeps the focus and the caret (else the next keys went nowhere, or to the start of the text)
+  const noteCaret = (event) => {
+    const el = event.target;
+    window[CARET_KEY] = { draft_id: props.draft_id, start: el.selectionStart, end: el.selectionEnd, focused: true,
+                          at: Date.now() };
+  };
+  const leaveCaret = (event) => {
+    const el = event.target;
+    const caret = window[CARET_KEY];
+    if (!caret || caret.draft_id !== props.draft_id) return;
+    const to = event.relatedTarget;
+    if (to && to.id !== "chat-input") {   // to another control (Tab, a click): the user left
+      caret.focused = false;
+      return;
+    }
+    // to nowhere, or to the chat's input, which takes the focus when Chainlit draws the page anew (autofocus):
+    // the user's doing only if this element is still on the page
+    setTimeout(() => { if (el.isConnected) caret.focused = false; }, 0);
+  };
+  useEffect(() => {
+    document.documentElement.dataset.mindnetEditorMounted = String(performance.now());   // see public/mindnet.js
+    const latest = kept(props.draft_id);          // keys typed while this element was being mounted again
+    if (editable && latest !== null && latest !== text) setText(latest);
+    const caret = window[CARET_KEY];
+    // not left by the user (no blur while on the page) and typed in just now; the chat's input may have taken
+    // the focus as the page was drawn again (its autofocus): the editor takes it back
+    if (!editable || !caret || !caret.focused || caret.draft_id !== props.draft_id ||
+        Date.now() - caret.at > CARET_KEPT_MS) return;
+    const frame = requestAnimationFrame(() => {   // once the text above is on the page
+      const areas = document.querySelectorAll(`[data-testid="draft-text"][data-draft-id="${CSS.escape(props.draft_id || "")}"]`);
+      const area = areas[areas.length - 1];
+      if (!area || area.disabled) return;
+      area.focus();
+      area.setSelectionRange(Math.min(caret.start, area.value.length), Math.min(caret.end, area.value.length));
+    });
+    return () => cancelAnimationFrame(frame);
+  }, []);
   const store = (value) => callAction({ name: "draft_update", payload: { draft_id: props.draft_id, markdown: value } });
   const onChange = (event) => {
     const value = event.target.value;
     setText(value);
     keep(value);
+    noteCaret(event);
     clearTimeout(timer.current);
     timer.current = setTimeout(() => store(value), 300);
     analyze(value);
   };
-  const onBlur = () => {
+  const onBlur = (event) => {
+    leaveCaret(event);
     clearTimeout(timer.current);
     store(text);
     updateElement({ ...props, markdown: text });
@@ -249,12 +292,15 @@ export default function DraftEditor() {
       ) : (
         <Textarea
           data-testid="draft-text"
+          data-draft-id={props.draft_id}
           aria-label={`Text of the note ${props.title || ""}`.trim()}
           className="font-mono text-sm"
           style={{ minHeight: 280 }}
           value={text}
           disabled={!editable || busy}
           onChange={onChange}
+          onSelect={noteCaret}
+          onKeyUp={noteCaret}
           onBlur={onBlur}
         />
       )}

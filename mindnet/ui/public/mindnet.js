@@ -160,6 +160,8 @@
     if (window.location.pathname === url) return;
     var shown = document.getElementById("side-view-content");
     window.history.replaceState(window.history.state, "", url);
+    // when, for whoever waits for the page drawn anew (the draft editor marks its mounts alike)
+    document.documentElement.dataset.mindnetMoved = String(performance.now());
     window.dispatchEvent(new PopStateEvent("popstate", { state: window.history.state }));
     if (window.innerWidth >= NARROW) awaitRederivedPanel(shown);
   });
