@@ -17,7 +17,7 @@ from axe_playwright_python.sync_playwright import Axe
 from helpers_ui import ChatServer
 from playwright.sync_api import Browser, Page, expect
 from playwright.sync_api import Error as PlaywrightError
-from test_ui_browser import ARTIFACTS, DESKTOP, MOBILE, TIMEOUT, browser, server  # noqa: F401 - fixtures
+from test_ui_browser import ARTIFACTS, DESKTOP, MOBILE, TIMEOUT, browser, editor_after_the_move, server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
 
@@ -174,6 +174,7 @@ def test_keyboard_alone_asks_opens_a_source_closes_it_rates_and_saves_a_draft(
     assert pg.evaluate(f"() => ({IN_PANEL})(document.activeElement)")
     pg.keyboard.press("Enter")
     expect(panel.get_by_test_id("source-up").first).to_have_attribute("aria-pressed", "true", timeout=TIMEOUT)
+    focus_is(pg, "e => e.dataset.testid === 'source-up'")          # still there once the panel is drawn anew
     shot(pg, "keyboard_source_panel")
     pg.keyboard.press("Escape")                                  # Esc closes the panel ...
     expect(pg.locator("#side-view-content")).to_have_count(0, timeout=TIMEOUT)
@@ -196,6 +197,30 @@ def test_keyboard_alone_asks_opens_a_source_closes_it_rates_and_saves_a_draft(
     expect(pg.get_by_test_id("draft-status").last).to_contain_text("saved to", timeout=TIMEOUT)
     assert target.read_text(encoding="utf-8").rstrip().endswith("Mit der Tastatur geschrieben.")
     shot(pg, "keyboard_draft_saved")
+
+
+def test_tab_out_of_the_drafts_text_stays_on_the_next_control_once_the_text_is_stored(
+        desktop: Page) -> None:
+    # leaving the text stores it on the server (draft_update); the editor once also wrote it into its own props,
+    # and Chainlit built the element anew from them: the focus fell to the page (and a Save pressed then was lost)
+    pg = desktop
+    tab_to(pg, COMPOSER)
+    pg.keyboard.type(NEW_NOTE)
+    pg.keyboard.press("Enter")
+    editor_after_the_move(pg)
+    tab_to(pg, "e => e.dataset.testid === 'draft-text'")
+    pg.keyboard.press("Control+End")
+    pg.keyboard.type("\nMit der Tastatur weiter.")
+    mounted = pg.evaluate("() => document.documentElement.dataset.mindnetEditorMounted")
+    with pg.expect_response(lambda r: r.url.endswith("/project/action"), timeout=TIMEOUT):
+        pg.keyboard.press("Tab")                                 # the blur stores the text
+    left_to = pg.evaluate(FOCUSED)
+    pg.wait_for_timeout(1500)                                    # what the server sent back is drawn by now
+    assert pg.evaluate(FOCUSED) == left_to
+    assert pg.evaluate("() => !!document.activeElement.closest('[data-testid=draft-editor]')"), left_to
+    assert pg.evaluate("() => document.documentElement.dataset.mindnetEditorMounted") == mounted
+    pg.get_by_test_id("draft-discard").last.click()
+    expect(pg.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
 
 
 def test_link_suggestion_reasons_are_text_that_their_buttons_point_at(desktop: Page) -> None:

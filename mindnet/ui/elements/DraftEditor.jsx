@@ -2,8 +2,9 @@
 // status ("editing" | "saved" | "discarded" | "error" | "conflict"), detail, conflict. The text typed here is
 // - kept in this browser (localStorage "mindnet.draft") at every keystroke, so a reload or a closed tab loses
 //   nothing: the page script (public/mindnet.js) hands it back to the server, which reopens the editor;
-// - sent to the server session (action draft_update) while typing, and kept in the element's props on blur,
-//   so switching to the chat and back never loses it.
+// - sent to the server session (action draft_update) while typing and on blur. Never written into the element's
+//   props from here (`updateElement`): Chainlit builds the element anew on each props change, so the control the
+//   user was on would vanish under a keypress or between a click's press and release (a Save lost).
 // Save / Download / Discard send the current text along. Preview shows the note as Markdown, its images as plain
 // links (nothing loads from another machine; the page's Content-Security-Policy blocks it anyway). When a note of
 // that name is in the vault (status "conflict"), the diff from its text to the draft (props.conflict.diff, plain
@@ -19,8 +20,8 @@ import { Textarea } from "@/components/ui/textarea";
 import { Markdown } from "@/components/markdown";
 
 const DRAFT_KEY = "mindnet.draft";
-const CARET_KEY = "mindnetDraftCaret";   // on window: outlives the element when Chainlit mounts it again
-const CARET_KEPT_MS = 10000;              // a caret older than this is not given back on such a mount
+const FOCUS_KEY = "mindnetDraftFocus";   // on window: outlives the element when Chainlit mounts it again
+const FOCUS_KEPT_MS = 60000;              // a focus older than this is not given back on such a mount
 const ANALYZE_DELAY_MS = 700;   // suggestions are asked for once typing pauses this long
 // diff rows (props.conflict.diff): "-" only in the vault's note, "+" only in the draft, "@" a skipped stretch
 const DIFF_STYLE = {
@@ -82,6 +83,27 @@ function kept(draftId) {
   }
 }
 
+// The focus back to the control of the draft's editor the user was on (window[FOCUS_KEY]), when it went nowhere or
+// to the chat's input (its autofocus): never away from where the user went meanwhile.
+function giveFocusBack(draftId) {
+  const focus = window[FOCUS_KEY];
+  if (!focus || !focus.inside || focus.draft_id !== draftId || Date.now() - focus.at > FOCUS_KEPT_MS) return;
+  const active = document.activeElement;
+  if (active && active !== document.body && active.id !== "chat-input") return;
+  const mine = document.querySelectorAll(`[data-testid="draft-editor"][data-draft-id="${CSS.escape(draftId || "")}"]`);
+  const editor = mine[mine.length - 1];
+  if (!editor) return;
+  const control = editor.querySelector(`[data-testid="${CSS.escape(focus.control)}"]`);
+  if (control && !control.disabled) {
+    control.focus();
+    if (focus.control === "draft-text") {
+      control.setSelectionRange(Math.min(focus.start, control.value.length), Math.min(focus.end, control.value.length));
+    }
+  } else {
+    editor.focus();                             // the control is gone (saved, discarded): the editor itself
+  }
+}
+
 export default function DraftEditor() {
   // Chainlit may mount the element again (a re-render of the chat): the text kept in this browser is newer
   const [text, setText] = useState(() => kept(props.draft_id) ?? (props.markdown || ""));
@@ -105,42 +127,38 @@ export default function DraftEditor() {
     if (editable && kept(props.draft_id) === null) keep(text);
     else if (status === "saved" || status === "discarded") window.localStorage.removeItem(DRAFT_KEY);
   }, [status]);
-  // the page moves to the thread's URL after the first answer and Chainlit mounts the element again: whoever was
-  // typing keeps the focus and the caret (else the next keys went nowhere, or to the start of the text)
-  const noteCaret = (event) => {
+  // Chainlit builds the element anew when the page moves to the thread's URL after the first answer, and when the
+  // server sends new props (saved, a conflict): whoever was on one of its controls stays there, the text area
+  // with its caret (else the next keys went nowhere, or to the start of the text)
+  const noteFocus = (event) => {
     const el = event.target;
-    window[CARET_KEY] = { draft_id: props.draft_id, start: el.selectionStart, end: el.selectionEnd, focused: true,
-                          at: Date.now() };
+    const control = el.dataset && el.dataset.testid;
+    if (!control) return;
+    const area = control === "draft-text";
+    window[FOCUS_KEY] = { draft_id: props.draft_id, control, inside: true, at: Date.now(),
+                          start: area ? el.selectionStart : 0, end: area ? el.selectionEnd : 0 };
   };
-  const leaveCaret = (event) => {
-    const el = event.target;
-    const caret = window[CARET_KEY];
-    if (!caret || caret.draft_id !== props.draft_id) return;
+  const leaveFocus = (event) => {
+    const focus = window[FOCUS_KEY];
+    if (!focus || focus.draft_id !== props.draft_id) return;
     const to = event.relatedTarget;
-    if (to && to.id !== "chat-input") {   // to another control (Tab, a click): the user left
-      caret.focused = false;
+    const here = event.currentTarget;
+    if (to && here.contains(to)) return;            // to another control of the editor: noteFocus follows it
+    if (to && to.id !== "chat-input") {             // to a control elsewhere (Tab, a click): the user left
+      focus.inside = false;
       return;
     }
     // to nowhere, or to the chat's input, which takes the focus when Chainlit draws the page anew (autofocus):
-    // the user's doing only if this element is still on the page
-    setTimeout(() => { if (el.isConnected) caret.focused = false; }, 0);
+    // the user's doing only if the editor is still on the page
+    // (a control disabled while an action runs loses the focus too: not the user's doing either)
+    const from = event.target;
+    setTimeout(() => { if (here.isConnected && !from.disabled) focus.inside = false; }, 0);
   };
   useEffect(() => {
     document.documentElement.dataset.mindnetEditorMounted = String(performance.now());   // see public/mindnet.js
     const latest = kept(props.draft_id);          // keys typed while this element was being mounted again
     if (editable && latest !== null && latest !== text) setText(latest);
-    const caret = window[CARET_KEY];
-    // not left by the user (no blur while on the page) and typed in just now; the chat's input may have taken
-    // the focus as the page was drawn again (its autofocus): the editor takes it back
-    if (!editable || !caret || !caret.focused || caret.draft_id !== props.draft_id ||
-        Date.now() - caret.at > CARET_KEPT_MS) return;
-    const frame = requestAnimationFrame(() => {   // once the text above is on the page
-      const areas = document.querySelectorAll(`[data-testid="draft-text"][data-draft-id="${CSS.escape(props.draft_id || "")}"]`);
-      const area = areas[areas.length - 1];
-      if (!area || area.disabled) return;
-      area.focus();
-      area.setSelectionRange(Math.min(caret.start, area.value.length), Math.min(caret.end, area.value.length));
-    });
+    const frame = requestAnimationFrame(() => giveFocusBack(props.draft_id));   // once the text above is drawn
     return () => cancelAnimationFrame(frame);
   }, []);
   const store = (value) => callAction({ name: "draft_update", payload: { draft_id: props.draft_id, markdown: value } });
@@ -148,16 +166,14 @@ export default function DraftEditor() {
     const value = event.target.value;
     setText(value);
     keep(value);
-    noteCaret(event);
+    noteFocus(event);
     clearTimeout(timer.current);
     timer.current = setTimeout(() => store(value), 300);
     analyze(value);
   };
-  const onBlur = (event) => {
-    leaveCaret(event);
+  const onBlur = () => {
     clearTimeout(timer.current);
     store(text);
-    updateElement({ ...props, markdown: text });
   };
   // ---- link suggestions (Save & Analyze): asked for when typing pauses; they never write a note
   const [suggestions, setSuggestions] = useState(null);
@@ -218,11 +234,14 @@ export default function DraftEditor() {
       await callAction({ name, payload: { draft_id: props.draft_id, markdown: text } });
     } finally {
       setBusy(false);
+      requestAnimationFrame(() => giveFocusBack(props.draft_id));   // the button, disabled meanwhile, lost it
     }
   };
 
   return (
-    <div className="flex flex-col gap-2 w-full" data-testid="draft-editor">
+    <div className="flex flex-col gap-2 w-full outline-none" data-testid="draft-editor" data-draft-id={props.draft_id}
+      tabIndex={-1} role="group" aria-label={`Draft ${props.title || ""}`.trim()}
+      onFocus={noteFocus} onBlur={leaveFocus}>
       <div className="text-sm text-muted-foreground">
         {props.title} · {props.note_type}
         {status === "saved" && <span data-testid="draft-status"> · saved to {props.detail}</span>}
@@ -299,8 +318,8 @@ export default function DraftEditor() {
           value={text}
           disabled={!editable || busy}
           onChange={onChange}
-          onSelect={noteCaret}
-          onKeyUp={noteCaret}
+          onSelect={noteFocus}
+          onKeyUp={noteFocus}
           onBlur={onBlur}
         />
       )}

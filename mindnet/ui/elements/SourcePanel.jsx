@@ -4,7 +4,7 @@
 // links (one line per note whose links lifted it), graph (those links laid out: see mindnet/ui/why.py),
 // details (rule ids), text, highlight (query words), query_id, node_id, rating (0 | 5 | 1). Everything is
 // rendered as text: note content is never markup.
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { Button } from "@/components/ui/button";
 
 function escapeRegExp(s) {
@@ -59,15 +59,37 @@ function LinkGraph({ graph, index }) {
   );
 }
 
+// The rating goes into the element's props (a panel opened again shows it), and Chainlit builds the element anew
+// from new props: the button pressed keeps the keyboard focus across that (window: outlives the element).
+const RATED_KEY = "mindnetSourceRated";
+const RATED_KEPT_MS = 10000;
+
 export default function SourcePanel() {
   const [rating, setRating] = useState(props.rating || 0);
   const [busy, setBusy] = useState(false);
+  const me = `${props.query_id}/${props.node_id}`;
+  useEffect(() => {
+    const rated = window[RATED_KEY];
+    if (!rated || rated.source !== me || Date.now() - rated.at > RATED_KEPT_MS) return;
+    window[RATED_KEY] = null;
+    const frame = requestAnimationFrame(() => {
+      const active = document.activeElement;
+      if (active && active !== document.body) return;        // the user went on meanwhile
+      const panels = document.querySelectorAll(`[data-testid="source-panel"][data-source="${CSS.escape(me)}"]`);
+      const button = panels.length ? panels[panels.length - 1].querySelector(`[data-testid="${rated.control}"]`) : null;
+      if (button) button.focus();
+    });
+    return () => cancelAnimationFrame(frame);
+  }, []);
 
   const rate = async (score) => {
+    const control = score === 5 ? "source-up" : "source-down";
+    const focused = !!document.activeElement && document.activeElement.dataset.testid === control;
     setBusy(true);
     try {
       await callAction({ name: "rate", payload: { query_id: props.query_id, node_id: props.node_id, score } });
       setRating(score);
+      if (focused) window[RATED_KEY] = { source: me, control, at: Date.now() };
       updateElement({ ...props, rating: score });
     } finally {
       setBusy(false);
@@ -75,7 +97,7 @@ export default function SourcePanel() {
   };
 
   return (
-    <div className="flex flex-col gap-3 text-sm w-full min-w-0" data-testid="source-panel">
+    <div className="flex flex-col gap-3 text-sm w-full min-w-0" data-testid="source-panel" data-source={me}>
       <div className="text-base font-semibold break-words" data-testid="source-title">
         <span className="mindnet-source-index">[{props.index}] </span>{props.title}
       </div>
