@@ -95,18 +95,17 @@ class SQLiteDataLayer(SQLAlchemyDataLayer):
 
     def __init__(self, path: Path, *, extra_elements: ExtraElements | None = None) -> None:
         super().__init__(conninfo=f"sqlite+aiosqlite:///{path}")
-        self._step_writes: asyncio.Lock | None = None
+        # (an asyncio.Lock binds to the running loop on first use, since Python 3.10: made here is fine)
+        self._step_writes = asyncio.Lock()
         self._extra_elements = extra_elements    # elements a thread gets back that are not stored here
         # threads named so far in this process: automatically (Chainlit's first-interaction name), and by topic
         self._auto_named: set[str] = set()
         self._topic_named: set[str] = set()
-        self._name_writes: asyncio.Lock | None = None
+        self._name_writes = asyncio.Lock()
 
     async def create_step(self, step_dict: Any) -> None:
         # Chainlit writes each update of a streamed message in its own task, and a step write is several
         # statements: one at a time, in order (asyncio.Lock is FIFO), so the final text is the one stored
-        if self._step_writes is None:
-            self._step_writes = asyncio.Lock()
         async with self._step_writes:
             await super().create_step(step_dict)
 
@@ -136,7 +135,7 @@ class SQLiteDataLayer(SQLAlchemyDataLayer):
             name = None
         # a thread write is a read and an upsert, several awaits apart: one at a time, in order (FIFO), so a
         # name decided first is also written first and the topic name, decided after, is written after it
-        async with self._name_lock():
+        async with self._name_writes:
             if name is not None and thread_id not in self._auto_named:
                 # a thread's first name is Chainlit's automatic one (the first message), written by a task of its
                 # own that can land after the answer, when mindnet has named the thread by topic: the topic wins.
@@ -150,13 +149,8 @@ class SQLiteDataLayer(SQLAlchemyDataLayer):
         """Name a thread by its topic (`resume.thread_title`), whether or not Chainlit's automatic name has
         been written yet."""
         self._topic_named.add(thread_id)
-        async with self._name_lock():
+        async with self._name_writes:
             await super().update_thread(thread_id, name=name)
-
-    def _name_lock(self) -> asyncio.Lock:
-        if self._name_writes is None:       # made inside the event loop that uses it
-            self._name_writes = asyncio.Lock()
-        return self._name_writes
 
     async def execute_sql(self, query: str, parameters: dict) -> Any:
         params = {k: json.dumps(v) if isinstance(v, list) else v for k, v in parameters.items()}
