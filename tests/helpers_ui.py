@@ -137,6 +137,27 @@ class ChatServer:
         from mindnet.logs import FlywheelLogs
         return FlywheelLogs(self.log_dir).feedback_report()
 
+    def wait_answers_stored(self, thread_id: str, count: int, *, timeout: float = 60.0) -> None:
+        """Until the thread store holds `count` whole answers of the thread: Chainlit writes the last update of a
+        streamed answer (its whole text and mindnet's metadata) in a task of its own, after the page shows it."""
+        import sqlite3
+        from urllib.parse import quote
+        path = self.root / "threads.sqlite"           # beside the cache folder (mindnet.ui.threads)
+        query = ("SELECT COUNT(*) FROM steps WHERE threadId = ? AND type = 'assistant_message'"
+                 " AND output LIKE ? AND metadata LIKE ?")
+        deadline, stored = time.monotonic() + timeout, 0
+        while time.monotonic() < deadline:
+            try:
+                with sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=5) as db:
+                    stored = db.execute(query, (thread_id, f"%{ANSWER[-25:]}%", "%mindnet_turn%")).fetchone()[0]
+            except sqlite3.OperationalError:        # not created yet, or busy
+                stored = 0
+            if stored >= count:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"the thread store holds {stored} whole answers of thread {thread_id}, not {count}, "
+                             f"after {timeout:.0f} s")
+
     def records(self, name: str) -> list[dict[str, Any]]:
         import json
         path = self.log_dir / name

@@ -507,7 +507,7 @@ def test_conversation_is_resumed_from_the_sidebar_after_a_reload(page: Page, ser
     follow_up = "Und warum lokal?"
     ask(page, follow_up)                                             # the resumed chat goes on, and is kept
     thread_url = page.url
-    page.wait_for_timeout(1000)                                      # the last writes of the streamed answer
+    server.wait_answers_stored(thread_url.rsplit("/", 1)[1], 2)      # the last writes of the streamed answer
     page.goto(thread_url, wait_until="domcontentloaded")
     expect(page.get_by_text(follow_up, exact=True).first).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text(ANSWER[:30], exact=False)).to_have_count(2, timeout=TIMEOUT)

@@ -183,7 +183,8 @@ def test_a_changed_rating_shows_alone_after_the_thread_is_resumed(page: Page, se
     answer.get_by_role("button", name="Good answer").click()        # changed: the last rating counts
     expect(answer.get_by_role("button", name="Good answer ✓")).to_be_visible(timeout=ui.TIMEOUT)
     assert [r["score"] for r in ratings_of(server, query_id)][-1] == 5
-    page.wait_for_timeout(1000)                                     # the last writes of the streamed answer
+    expect(page).to_have_url(re.compile(r"/ui/thread/[0-9a-f-]+$"), timeout=ui.TIMEOUT)
+    server.wait_answers_stored(page.url.rsplit("/", 1)[1], 1)       # the last writes of the streamed answer
 
     thread_id = open_thread(page)
     resumed = page.locator("[data-step-type=assistant_message]").filter(has_text=ANSWER[:30])
