@@ -318,6 +318,43 @@ def test_ollama_down_midway_leaves_every_note_searchable_and_the_next_run_embeds
     assert check_index(app.store).broken is False
 
 
+def test_a_size_probe_that_fails_after_the_embedding_beside_phase_1_answered_takes_that_answer(
+    sample, make_app, fake_ollama, monkeypatch
+) -> None:
+    # the probe and the first batch beside phase 1 race; Ollama going down between them aborted the whole import
+    # (loaded CI of stop 39: the batch answered first, the probe met a stopped server)
+    import asyncio
+    import threading
+
+    from mindnet import backends
+    probe, call = backends.Embedder.aprobe_dim, backends.Embedder._call
+    probing = threading.Event()
+
+    async def after_the_probe_asked(self, texts, what):
+        await asyncio.to_thread(probing.wait, 60)          # the probe asks first, the batch answers first
+        return await call(self, texts, what)
+
+    async def down_once_a_batch_answered(self):
+        probing.set()
+        for _ in range(6000):
+            if self.backend_dim is not None:
+                break
+            await asyncio.sleep(0.01)
+        fake_ollama.stop()
+        return await probe(self)
+
+    monkeypatch.setattr(backends.Embedder, "_call", after_the_probe_asked)
+    monkeypatch.setattr(backends.Embedder, "aprobe_dim", down_once_a_batch_answered)
+    app = make_app(embed_concurrency=1)
+    report = app.ingest()
+    assert probing.is_set()
+    assert (report.new, report.skipped) == (30, [])
+    assert 0 < report.vectors_missing < 88
+    assert len(stored(app, "chunks", "chunk_id")) == 88          # phase 1 wrote every note
+    fake_ollama.start()
+    assert app.ingest().vectors_missing == 0
+
+
 def test_profile_change_reembeds_only_windows_that_changed(tmp_path, make_app) -> None:
     body = "\n\n".join(" ".join(f"p{p}w{i}" for i in range(100)) for p in range(4))
     write_vault(tmp_path / "vault", {"people/a.md": f"# A\n\n{body}"})  # person: profile short
