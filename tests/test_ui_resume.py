@@ -204,6 +204,32 @@ def test_typing_in_the_draft_editor_goes_on_where_it_was_when_the_page_is_drawn_
                                                                   timeout=TIMEOUT)
 
 
+def test_keys_typed_while_the_editor_is_drawn_again_go_into_the_draft_not_the_chat(page: Page) -> None:
+    # between the editor leaving the page (the move to the thread's URL) and its new copy taking the focus back,
+    # the chat's input has it (its autofocus): keys typed then went into the chat's input
+    ask(page, NEW_NOTE)
+    tid = thread_id(page)
+    editor = editor_after_the_move(page)
+    editor.focus()
+    editor.press("Control+End")
+    editor.press_sequentially("\nSalbei")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Emulation.setCPUThrottlingRate", {"rate": 6})    # a slow machine: the drawing takes a while
+    try:
+        page.evaluate("""(tid) => {
+            history.replaceState(history.state, "", "/ui/");
+            window.dispatchEvent(new PopStateEvent("popstate", { state: history.state }));
+            window.postMessage({ mindnet: "thread", thread_id: tid }, location.origin);
+        }""", tid)
+        page.keyboard.type(" und Thymian")                 # at once, as the page is drawn again
+    finally:
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+    editor_after_the_move(page)
+    expect(page.get_by_test_id("draft-text").last).to_have_value(re.compile(r"\nSalbei und Thymian\s*$"),
+                                                                  timeout=TIMEOUT)
+    expect(page.locator("#chat-input")).to_have_text("")
+
+
 def test_a_restored_draft_names_its_thread_by_the_note_not_by_an_action(browser: Browser,  # noqa: F811
                                                                         server: ChatServer) -> None:
     pg = open_page(browser, server, DESKTOP)

@@ -14,7 +14,7 @@
 // suggestions (Save & Analyze, action draft_analyze) follow the text as it is typed (debounced): "Link" turns the
 // mention into a wikilink, "Edge" appends a `> [!edge] KIND: [[X]]` line, "Dismiss" hides it. They only change the
 // draft's text.
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useLayoutEffect, useRef, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Textarea } from "@/components/ui/textarea";
 import { Markdown } from "@/components/markdown";
@@ -22,6 +22,9 @@ import { Markdown } from "@/components/markdown";
 const DRAFT_KEY = "mindnet.draft";
 const FOCUS_KEY = "mindnetDraftFocus";   // on window: outlives the element when Chainlit mounts it again
 const FOCUS_KEPT_MS = 60000;              // a focus older than this is not given back on such a mount
+const KEYS_KEY = "mindnetDraftKeys";     // on window: keys typed while the editor is built anew
+const HOLD_MS = 4000;                     // how long they wait for it (a busy machine draws slowly)
+const TYPING_MS = 5000;                   // the user typed in the editor this recently: keys are held for it
 const ANALYZE_DELAY_MS = 700;   // suggestions are asked for once typing pauses this long
 // diff rows (props.conflict.diff): "-" only in the vault's note, "+" only in the draft, "@" a skipped stretch
 const DIFF_STYLE = {
@@ -97,11 +100,73 @@ function giveFocusBack(draftId) {
   if (control && !control.disabled) {
     control.focus();
     if (focus.control === "draft-text") {
-      control.setSelectionRange(Math.min(focus.start, control.value.length), Math.min(focus.end, control.value.length));
+      const start = Math.min(focus.start, control.value.length), end = Math.min(focus.end, control.value.length);
+      control.setSelectionRange(start, end);
+      window[FOCUS_KEY] = { ...window[FOCUS_KEY], start, end };   // its focus event noted the new copy's caret, 0
     }
   } else {
     editor.focus();                             // the control is gone (saved, discarded): the editor itself
   }
+  return control && document.activeElement === control ? control : null;
+}
+
+// The editor leaves the page while the user types in it (the move to the thread's URL after the first answer):
+// Chainlit builds it anew a moment later, and the chat's input (its autofocus) would take the keys typed meanwhile.
+// They are held (only plain keys, Enter and Backspace, only while no editor has the focus) for the new editor; if
+// none comes within HOLD_MS, they go where the focus is then, as typed.
+function holdKeys(draftId) {
+  dropKeys();
+  const held = { draft_id: draftId, keys: [] };
+  held.listener = (event) => {
+    const to = event.target;
+    if (to && to.closest && to.closest('[data-testid="draft-editor"]')) return;   // an editor has it again
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    if (event.key.length !== 1 && event.key !== "Enter" && event.key !== "Backspace") return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    held.keys.push(event.key);
+  };
+  held.timer = setTimeout(() => {
+    if (window[KEYS_KEY] !== held) return;
+    dropKeys();
+    const el = document.activeElement;
+    const proto = el instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype
+      : el instanceof HTMLInputElement ? HTMLInputElement.prototype : null;
+    if (!proto || !held.keys.length) return;
+    const [value, caret] = typeInto(el.value, el.selectionStart ?? el.value.length, el.selectionEnd ?? el.value.length,
+                                    held.keys);
+    Object.getOwnPropertyDescriptor(proto, "value").set.call(el, value);   // as typed: React sees an input event
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    el.setSelectionRange(caret, caret);
+  }, HOLD_MS);
+  window.addEventListener("keydown", held.listener, true);
+  window[KEYS_KEY] = held;
+}
+
+function dropKeys() {
+  const held = window[KEYS_KEY];
+  if (held) {
+    window.removeEventListener("keydown", held.listener, true);
+    clearTimeout(held.timer);
+  }
+  window[KEYS_KEY] = null;
+  return held;
+}
+
+// `keys` typed into `value` at the caret [start, end): the new text and caret
+function typeInto(value, start, end, keys) {
+  for (const key of keys) {
+    if (key === "Backspace") {
+      if (start === end && start > 0) start -= 1;
+      value = value.slice(0, start) + value.slice(end);
+    } else {
+      const typed = key === "Enter" ? "\n" : key;
+      value = value.slice(0, start) + typed + value.slice(end);
+      start += typed.length;
+    }
+    end = start;
+  }
+  return [value, start];
 }
 
 export default function DraftEditor() {
@@ -158,8 +223,28 @@ export default function DraftEditor() {
     document.documentElement.dataset.mindnetEditorMounted = String(performance.now());   // see public/mindnet.js
     const latest = kept(props.draft_id);          // keys typed while this element was being mounted again
     if (editable && latest !== null && latest !== text) setText(latest);
-    const frame = requestAnimationFrame(() => giveFocusBack(props.draft_id));   // once the text above is drawn
+    const frame = requestAnimationFrame(() => {   // once the text above is drawn
+      const control = giveFocusBack(props.draft_id);
+      const held = window[KEYS_KEY];
+      if (!held || held.draft_id !== props.draft_id || !control || control.dataset.testid !== "draft-text") return;
+      dropKeys();
+      if (!held.keys.length) return;
+      const [value, caret] = typeInto(control.value, control.selectionStart, control.selectionEnd, held.keys);
+      setText(value);
+      keep(value);
+      store(value);
+      window[FOCUS_KEY] = { ...window[FOCUS_KEY], start: caret, end: caret, at: Date.now() };
+      requestAnimationFrame(() => control.isConnected && control.setSelectionRange(caret, caret));
+    });
     return () => cancelAnimationFrame(frame);
+  }, []);
+  // leaving the page (a layout effect: before the chat's input, built in the same change, can take a key)
+  useLayoutEffect(() => () => {
+    const focus = window[FOCUS_KEY];
+    if (editable && focus && focus.inside && focus.draft_id === props.draft_id && focus.control === "draft-text" &&
+        Date.now() - focus.at < TYPING_MS) {
+      holdKeys(props.draft_id);
+    }
   }, []);
   const store = (value) => callAction({ name: "draft_update", payload: { draft_id: props.draft_id, markdown: value } });
   const onChange = (event) => {
