@@ -130,9 +130,11 @@ function holdKeys(draftId) {
     if (window[KEYS_KEY] !== held) return;
     dropKeys();
     const el = document.activeElement;
+    // only into a text field (a checkbox or a number field has no caret, and no text to type into)
     const proto = el instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype
-      : el instanceof HTMLInputElement ? HTMLInputElement.prototype : null;
-    if (!proto || !held.keys.length) return;
+      : el instanceof HTMLInputElement && (el.type === "text" || el.type === "search") ? HTMLInputElement.prototype
+        : null;
+    if (!proto || el.disabled || el.readOnly || !held.keys.length) return;
     const [value, caret] = typeInto(el.value, el.selectionStart ?? el.value.length, el.selectionEnd ?? el.value.length,
                                     held.keys);
     Object.getOwnPropertyDescriptor(proto, "value").set.call(el, value);   // as typed: React sees an input event
