@@ -354,6 +354,19 @@ class Embedder:
                 outcome.vectors[text] = cached[self.cache.digest(f)]
         return outcome
 
+    async def abackend_dim(self) -> int:
+        """The size of the backend's vectors: the one it returned in this process, else a probe. The embedding
+        beside phase 1 may have its answer while the probe waits, and the backend may go down in between:
+        that answer is as good as the probe's."""
+        if self.backend_dim is not None:
+            return self.backend_dim
+        try:
+            return await self.aprobe_dim()
+        except EmbeddingError:
+            if self.backend_dim is None:
+                raise
+            return self.backend_dim
+
     async def aprobe_dim(self) -> int:
         """Ask the backend itself (never the cache) for the size of its vectors; one backend call.
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mindnet.backends import Embedder
-from mindnet.errors import EmbeddingError, MassDeleteError, VaultError
+from mindnet.errors import MassDeleteError, VaultError
 from mindnet.indexing.chunk_text import embedding_input
 from mindnet.indexing.embedding_phase import EmbeddingPhase, EmbeddingWorker, Progress
 from mindnet.indexing.keeping import StateKeeper, folder_claim
@@ -261,16 +261,6 @@ class Importer(StateKeeper, IndexWriter, EmbeddingPhase):
             f"has them. Nothing was written. Is it the right vault folder, and is it mounted? If the notes are gone "
             f"on purpose, confirm: `mindnet ingest --yes` (or answer y)", deleting=deleting, indexed=indexed)
 
-    async def _probe_dim(self) -> int:
-        """The backend's vector size. The embedding beside phase 1 may have had its answer while the probe
-        waited, and the backend may have gone down since: that answer is as good as the probe's."""
-        try:
-            return await self.embedder.aprobe_dim()
-        except EmbeddingError:
-            if self.embedder.backend_dim is None:
-                raise
-            return self.embedder.backend_dim
-
     async def _write_plan(self, vault: Path, report: ImportReport, plan: VaultPlan | None,
                           state: IndexState | None, *, full: bool, progress: Progress | None,
                           should_stop: Callable[[], bool] | None, first: set[str] | frozenset, seen: int) -> None:
@@ -346,7 +336,7 @@ class Importer(StateKeeper, IndexWriter, EmbeddingPhase):
             # re-import never calls it); a size differing from the chunks collection stops here, before
             # anything is written
             if dim is None:
-                dim = self._dim = self._dim or self.embedder.backend_dim or await self._probe_dim()
+                dim = self._dim = self._dim or await self.embedder.abackend_dim()
             with self.lock:
                 self.store.create(dim)
         with self.lock:
