@@ -426,6 +426,19 @@ def test_saving_an_existing_note_asks_and_each_choice_works(page: Page, server: 
     assert hits["hits"][0]["path"] == "projects/Kräutergarten.md"
 
 
+def test_link_suggestions_come_below_the_save_button_so_their_arrival_never_moves_it(page: Page) -> None:
+    # they arrive ~1 s after the editor (draft_analyze): above the buttons, they pushed Save down under a click
+    # already on its way, which then landed on a suggestion (loaded CI: "Saved" never came)
+    ask(page, "Neues Projekt anlegen: Kräutergarten auf dem Balkon")
+    editor_after_the_move(page)
+    suggestions = page.get_by_test_id("draft-suggestions").last
+    expect(suggestions).to_be_visible(timeout=TIMEOUT)
+    save, below = page.get_by_test_id("draft-save").last.bounding_box(), suggestions.bounding_box()
+    assert save and below and save["y"] + save["height"] <= below["y"], (save, below)
+    page.get_by_test_id("draft-discard").last.click()
+    expect(page.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
+
+
 def test_overwrite_shows_both_texts_and_never_replaces_a_note_changed_since(page: Page, server: ChatServer) -> None:
     target = server.vault / "projects" / "Kräutergarten.md"
     target.unlink(missing_ok=True)

@@ -232,7 +232,7 @@ def test_keys_typed_while_the_editor_is_drawn_again_go_into_the_draft_not_the_ch
 
 def test_on_a_very_slow_page_no_key_typed_while_the_editor_is_drawn_again_is_lost(page: Page) -> None:
     # so slow that the new editor may come after the keys stopped waiting for it (4 s): those are typed into the
-    # chat's input, which has the focus then; the keys before that went into the editor. None is lost.
+    # chat's input, which has the focus then; the keys before and after went into the editor. None is lost.
     ask(page, NEW_NOTE)
     tid = thread_id(page)
     editor = editor_after_the_move(page)
@@ -254,7 +254,9 @@ def test_on_a_very_slow_page_no_key_typed_while_the_editor_is_drawn_again_is_los
     page.wait_for_function("() => !window.mindnetDraftKeys", timeout=TIMEOUT)     # none held any more
     typed = re.search(r"\nSalbei(.*)$", page.get_by_test_id("draft-text").last.input_value(), re.S)
     assert typed, page.get_by_test_id("draft-text").last.input_value()[-60:]
-    assert typed.group(1).rstrip() + page.locator("#chat-input").input_value() == " und Thymian"
+    # each key once, in the editor or the chat's input (which of the two got which depends on the timing)
+    got = typed.group(1).rstrip("\n") + page.locator("#chat-input").input_value()
+    assert sorted(got) == sorted(" und Thymian"), got
 
 
 def test_a_restored_draft_names_its_thread_by_the_note_not_by_an_action(browser: Browser,  # noqa: F811

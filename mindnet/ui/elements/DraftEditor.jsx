@@ -410,6 +410,18 @@ export default function DraftEditor() {
           onBlur={onBlur}
         />
       )}
+      {/* right below the text: the link suggestions, arriving while the user reaches for Save, come after them
+          and never move them (a click meant for Save landed on a suggestion) */}
+      {editable && (
+        <div className="flex gap-2">
+          <Button data-testid="draft-save" disabled={busy} onClick={() => run("draft_save")}>Save to vault</Button>
+          <Button data-testid="draft-download" variant="outline" disabled={busy} onClick={() => run("draft_download")}>Download</Button>
+          <Button data-testid="draft-discard" variant="ghost" disabled={busy} onClick={() => run("draft_discard")}>Discard</Button>
+          <Button data-testid="draft-preview-toggle" variant="ghost" onClick={() => setPreview(!preview)}>
+            {preview ? "Edit" : "Preview"}
+          </Button>
+        </div>
+      )}
       {editable && suggestions && (
         <div className="flex flex-col gap-1 rounded-md border p-2 text-sm" data-testid="draft-suggestions">
           <div className="font-medium">Link suggestions</div>
@@ -454,16 +466,6 @@ export default function DraftEditor() {
               Possible duplicate: {suggestions.duplicate.title} ({suggestions.duplicate.reason})
             </div>
           )}
-        </div>
-      )}
-      {editable && (
-        <div className="flex gap-2">
-          <Button data-testid="draft-save" disabled={busy} onClick={() => run("draft_save")}>Save to vault</Button>
-          <Button data-testid="draft-download" variant="outline" disabled={busy} onClick={() => run("draft_download")}>Download</Button>
-          <Button data-testid="draft-discard" variant="ghost" disabled={busy} onClick={() => run("draft_discard")}>Discard</Button>
-          <Button data-testid="draft-preview-toggle" variant="ghost" onClick={() => setPreview(!preview)}>
-            {preview ? "Edit" : "Preview"}
-          </Button>
         </div>
       )}
     </div>
