@@ -115,8 +115,9 @@ function giveFocusBack(draftId) {
 // They are held (only plain keys, Enter and Backspace, only while no editor has the focus) for the new editor; if
 // none comes within HOLD_MS, they go where the focus is then, as typed.
 function holdKeys(draftId) {
-  dropKeys();
-  const held = { draft_id: draftId, keys: [] };
+  // a copy built and gone again before it took the keys (a second redraw): its keys wait on, for the next one
+  const before = dropKeys();
+  const held = { draft_id: draftId, keys: before && before.draft_id === draftId ? before.keys : [] };
   held.listener = (event) => {
     const to = event.target;
     if (to && to.closest && to.closest('[data-testid="draft-editor"]')) return;   // an editor has it again
@@ -129,17 +130,7 @@ function holdKeys(draftId) {
   held.timer = setTimeout(() => {
     if (window[KEYS_KEY] !== held) return;
     dropKeys();
-    const el = document.activeElement;
-    // only into a text field (a checkbox or a number field has no caret, and no text to type into)
-    const proto = el instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype
-      : el instanceof HTMLInputElement && (el.type === "text" || el.type === "search") ? HTMLInputElement.prototype
-        : null;
-    if (!proto || el.disabled || el.readOnly || !held.keys.length) return;
-    const [value, caret] = typeInto(el.value, el.selectionStart ?? el.value.length, el.selectionEnd ?? el.value.length,
-                                    held.keys);
-    Object.getOwnPropertyDescriptor(proto, "value").set.call(el, value);   // as typed: React sees an input event
-    el.dispatchEvent(new Event("input", { bubbles: true }));
-    el.setSelectionRange(caret, caret);
+    typeKeys(document.activeElement, held.keys);
   }, HOLD_MS);
   window.addEventListener("keydown", held.listener, true);
   window[KEYS_KEY] = held;
@@ -153,6 +144,22 @@ function dropKeys() {
   }
   window[KEYS_KEY] = null;
   return held;
+}
+
+// `keys` typed into the text field `el` at its caret, as typing would: its value is set at once (a key arriving
+// before React draws again lands after them, not on the old text) and React sees an input event (onChange).
+// Only into a text field: a checkbox or a number field has no caret, and no text to type into. The caret, or null.
+function typeKeys(el, keys) {
+  const proto = el instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype
+    : el instanceof HTMLInputElement && (el.type === "text" || el.type === "search") ? HTMLInputElement.prototype
+      : null;
+  if (!proto || el.disabled || el.readOnly || !keys.length) return null;
+  const end = el.value.length;
+  const [value, caret] = typeInto(el.value, el.selectionStart ?? end, el.selectionEnd ?? end, keys);
+  Object.getOwnPropertyDescriptor(proto, "value").set.call(el, value);
+  el.dispatchEvent(new Event("input", { bubbles: true }));
+  el.setSelectionRange(caret, caret);
+  return caret;
 }
 
 // `keys` typed into `value` at the caret [start, end): the new text and caret
@@ -230,13 +237,10 @@ export default function DraftEditor() {
       const held = window[KEYS_KEY];
       if (!held || held.draft_id !== props.draft_id || !control || control.dataset.testid !== "draft-text") return;
       dropKeys();
-      if (!held.keys.length) return;
-      const [value, caret] = typeInto(control.value, control.selectionStart, control.selectionEnd, held.keys);
-      setText(value);
-      keep(value);
-      store(value);
-      window[FOCUS_KEY] = { ...window[FOCUS_KEY], start: caret, end: caret, at: Date.now() };
-      requestAnimationFrame(() => control.isConnected && control.setSelectionRange(caret, caret));
+      // into the text area itself, not only React's state: a key typed before React draws it would go on from
+      // the old text and drop these (loaded CI of stop 40: " und Th" lost, "ymian" kept)
+      const caret = typeKeys(control, held.keys);
+      if (caret !== null) window[FOCUS_KEY] = { ...window[FOCUS_KEY], start: caret, end: caret, at: Date.now() };
     });
     return () => cancelAnimationFrame(frame);
   }, []);
