@@ -146,6 +146,12 @@ def test_counts_in_the_steps_are_singular_for_one() -> None:
     assert one.startswith("1 query, 1 candidate in 12 ms") and "queries" not in one
     two = render.step_output("retrieval", {"queries": ["a", "b"], "candidates": 7})
     assert two.startswith("2 queries, 7 candidates")
+    said = render.how_sentence("retrieval", {"queries": ["Was ist Qdrant?"], "candidates": 1, "ms": 12})
+    assert "found 1 candidate in" in said, said
+    grown = render.how_sentence("graph", {"seeds": 1, "nodes": 1, "edges": 1, "ms": 3})
+    assert grown.startswith("The graph expanded 1 top hit to 1 linked note over 1 link in"), grown
+    assert "3 top hits to 5 linked notes over 2 links" in render.how_sentence("graph", {"seeds": 3, "nodes": 5,
+                                                                                       "edges": 2})
 
 
 def test_the_import_problems_say_their_level_once() -> None:

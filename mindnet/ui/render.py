@@ -193,14 +193,14 @@ def how_sentence(kind: str, data: Mapping[str, Any]) -> str:
         follow = ("all configured links" if not edges else ", ".join(escape(e) for e in edges))
         what = "; ".join(f"\"{escape(q)}\"" for q in queries) or "your message"
         return (f"I searched your notes for {what} ({escape(data.get('mode') or '?')} search, graph depth "
-                f"{data.get('depth', '?')}, following {follow}) and found {data.get('candidates', 0)} "
-                f"candidates in {_ms(data)}.")
+                f"{data.get('depth', '?')}, following {follow}) and found "
+                f"{plural(_count(data.get('candidates')), 'candidate')} in {_ms(data)}.")
     if kind == "graph":
         seeds, nodes = _count(data.get("seeds")), _count(data.get("nodes"))
         if not nodes:
             return "The graph added nothing (no expansion)."
-        return (f"The graph expanded {seeds} top hits to {nodes} linked notes over {_count(data.get('edges'))} "
-                f"links in {_ms(data)}.")
+        return (f"The graph expanded {plural(seeds, 'top hit')} to {plural(nodes, 'linked note')} over "
+                f"{plural(_count(data.get('edges')), 'link')} in {_ms(data)}.")
     if kind == "scoring":
         return f"Scoring and ranking took {_ms(data)}."
     if kind == "sources":

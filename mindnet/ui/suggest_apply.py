@@ -25,6 +25,7 @@ from mindnet.ui import render
 from mindnet.ui.escaping import code_block, code_span
 from mindnet.ui.guard import readable, say_error
 from mindnet.ui.registry import get_mindnet
+from mindnet.wording import plural
 
 RUNS = "suggest_runs"       # user session: run id -> {"path", "links", "version"} of one /suggest list
 PLANS = "suggest_plans"     # user session: plan id -> {"plan", "count", "message", "backup"}
@@ -60,10 +61,6 @@ def apply_actions(rel_path: str | None, links: list[LinkSuggestion]) -> list[cl.
                                  tooltip="add all these links to the note (shows the change first)",
                                  payload={"run": run, "picks": list(range(len(links)))}))
     return actions
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 @cl.action_callback("suggest_preview")
