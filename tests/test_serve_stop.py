@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers_ui import ChatServer
+from helpers_ui import ChatServer, FreshVaultServer
 from playwright.sync_api import sync_playwright
 
 pytestmark = pytest.mark.browser
@@ -69,6 +69,39 @@ def test_sigterm_with_an_answer_waiting_on_the_model_stops_at_once_and_leaves_th
         server.ollama.latency = 0.0
         server.stop()
 
+    checked = subprocess.run([sys.executable, "-m", "mindnet.cli", "check", "--json"], env=server.env,
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert json.loads(checked.stdout)["ok"] is True, checked.stdout + checked.stderr
+
+
+def test_sigterm_during_the_first_import_stops_at_once_and_a_rerun_finishes_the_index(tmp_path) -> None:
+    # the issue: serve took 75 s to stop during a first import. Here every embedding call takes 2 s, so the import
+    # is in its embedding phase (phase 2) for a while when the signal comes
+    server = FreshVaultServer(tmp_path, latency=3.0).start()
+    try:
+        deadline = time.monotonic() + 120
+        imp: dict = {}
+        while time.monotonic() < deadline:
+            imp = server.health().get("import") or {}
+            if imp.get("phase") == "embedding" or (imp.get("texts_total") and imp.get("texts_embedded")):
+                break
+            time.sleep(0.2)
+        assert imp.get("texts_embedded", 0) < imp.get("texts_total", 0), imp      # mid-way through the embedding
+        asked = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        code = server.proc.wait(timeout=STOP_BOUND)
+        took = time.monotonic() - asked
+    finally:
+        server.ollama.latency = 0.0
+        server.stop()
+    log = server.log()
+    assert code == 0, log
+    print(f"stopped {took:.1f} s after SIGTERM, mid-import ({imp.get('texts_embedded')} of "
+          f"{imp.get('texts_total')} texts embedded)")
+    assert took < STOP_BOUND, f"stopped after {took:.1f} s"
+    rerun = subprocess.run([sys.executable, "-m", "mindnet.cli", "ingest", "--json"], env=server.env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     checked = subprocess.run([sys.executable, "-m", "mindnet.cli", "check", "--json"], env=server.env,
                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert json.loads(checked.stdout)["ok"] is True, checked.stdout + checked.stderr
