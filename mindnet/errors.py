@@ -174,4 +174,9 @@ class NoteNotFoundError(MindnetError):
 
 
 class LLMUnavailableError(MindnetError):
-    pass
+    """No answer from the LLM. `failed`: Ollama was there and answered the call with an error (asking again may
+    work); otherwise it could not be asked (unreachable, no such model)."""
+
+    def __init__(self, message: str, *, failed: bool = False) -> None:
+        super().__init__(message)
+        self.failed = failed

@@ -115,10 +115,21 @@ async def test_follow_up_when_the_llm_fails_searches_the_new_question_alone(mind
     assert response.trace["primary"]["queries"]["dense"] == ["Wie funktioniert die hybride Suche?"]
 
 
+async def test_follow_up_after_the_router_found_the_llm_failing_searches_the_new_question_alone(mindnet, fake_ollama):
+    # the router asks the LLM first (no keyword matches); its HTTP 500 is remembered for a while, and condensing
+    # then took the remembered failure for "no LLM" and glued the previous question on (found in the browser)
+    fake_ollama.chat_mode = "error"
+    question = "Welche Zutaten braucht die Linsensuppe?"
+    response = await mindnet.chat.achat(ChatRequest(message=question, history=HISTORY))
+    assert "LLM failed" in response.reason, response.reason
+    assert (response.trace["search_text"], response.trace["condensed_by"]) == (question, "failed")
+    assert (response.generation_available, response.generation_failed) == (False, True)    # the UI offers Retry
+
+
 async def test_without_llm_rag_returns_passages_and_notice(mindnet, fake_ollama):
     fake_ollama.models = {"nomic-embed-text"}
     response = await mindnet.chat.achat(ChatRequest(message="Was ist Qdrant?"))
-    assert response.generation_available is False
+    assert (response.generation_available, response.generation_failed) == (False, False)   # nothing to retry
     assert response.notice == (
         f"Answer generation is unavailable (model 'phi3:mini' is not available in Ollama at {fake_ollama.url}). "
         "To enable it: pull the model (`ollama pull phi3:mini`) or set MINDNET_LLM_MODEL.")

@@ -232,6 +232,42 @@ def test_sources_show_before_the_answer_and_stay_when_generation_fails(page: Pag
     expect(last_answer(page)).to_contain_text(ANSWER[:30])
 
 
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_a_follow_up_when_the_llm_answers_http_500_searches_the_new_question_and_says_failed_not_unreachable(
+        browser: Browser, server: ChatServer, viewport: str) -> None:
+    # the issue: condensing the history failed, the search then used the previous question plus the new one
+    # (off-topic sources) and the steps said "LLM unreachable" although Ollama answered HTTP 500
+    pg = open_page(browser, server, DESKTOP if viewport == "desktop" else MOBILE)
+    try:
+        ask(pg, "Warum habe ich Qdrant gewählt?")
+        follow_up = "Welche Zutaten braucht die Linsensuppe?"
+        server.ollama.chat_mode = "error"            # Ollama is up and answers every chat call with HTTP 500
+        try:
+            ask(pg, follow_up)
+        finally:
+            server.ollama.chat_mode = "ok"
+        answer = last_answer(pg)
+        expect(answer).to_contain_text("Ollama answered with an error")
+        retry = answer.get_by_role("button", name="Retry")                        # it was there and failed
+        expect(retry).to_be_visible()
+        pg.get_by_text("How I answered").last.click()
+        how = pg.get_by_text("I answered as", exact=False).last
+        expect(how).to_contain_text("no keyword; LLM failed (Ollama answered with an error)")
+        text = how.inner_text()
+        assert "unreachable" not in text, text
+        assert f'I searched your notes for "{follow_up}" (' in text, text         # the new question alone
+        assert "Qdrant" not in text, text
+        expect(answer).to_contain_text("· Linsensuppe.md ·")                        # sources on the new topic
+        shot(pg, f"05_follow_up_llm_failed_{viewport}")
+        rated = pg.get_by_role("button", name="Good answer")
+        before = rated.count()
+        retry.click()                                         # Ollama answers again: the same question, answered
+        expect(rated).to_have_count(before + 1, timeout=TIMEOUT)
+        expect(last_answer(pg)).to_contain_text(ANSWER[:30])
+    finally:
+        pg.context.close()
+
+
 def test_without_an_llm_the_passages_show_note_markdown_as_text(page: Page, server: ChatServer) -> None:
     models = set(server.ollama.models)
     server.ollama.models = {"nomic-embed-text"}                  # Ollama is up, the chat model is not pulled

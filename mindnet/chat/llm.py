@@ -32,6 +32,7 @@ class LLMStatus:
     available: bool
     reason: str = ""
     checked_at: float = 0.0
+    failed: bool = False      # Ollama is up and answered a call with an error (not: unreachable, no such model)
 
 
 def _tagged(name: str) -> str:
@@ -130,15 +131,15 @@ class LLMGate:
     def mark_down(self, exc: BaseException) -> LLMUnavailableError:
         """Remember a failed call and return the error to raise."""
         if isinstance(exc, ollama.ResponseError):
-            status = LLMStatus(False, f"Ollama answered with an error: {exc.error}", time.monotonic())
+            status = LLMStatus(False, f"Ollama answered with an error: {exc.error}", time.monotonic(), failed=True)
         else:
             status = self._unreachable(exc)
         self._remember(status)
-        return LLMUnavailableError(status.reason)
+        return LLMUnavailableError(status.reason, failed=status.failed)
 
     def _require(self, status: LLMStatus) -> None:
         if not status.available:
-            raise LLMUnavailableError(status.reason)
+            raise LLMUnavailableError(status.reason, failed=status.failed)
 
     # ------------------------------------------------------------------ calls
 
@@ -174,5 +175,5 @@ class LLMGate:
         except LLM_ERRORS as exc:
             if started and isinstance(exc, ollama.ResponseError):
                 # Ollama is up and said why it stopped: that is not "unreachable", nothing to remember
-                raise LLMUnavailableError(f"Ollama answered with an error: {exc.error}") from exc
+                raise LLMUnavailableError(f"Ollama answered with an error: {exc.error}", failed=True) from exc
             raise self.mark_down(exc) from exc

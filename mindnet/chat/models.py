@@ -61,6 +61,8 @@ class ChatResponse(BaseModel):
     input_notice: str | None = Field(None, description="set when the message was cut to what a search can take")
     import_notice: str | None = Field(None, description="set while an import runs: what the search covered")
     cut_off: bool = Field(False, description="generation failed midway: `answer` is the part that arrived")
+    generation_failed: bool = Field(False, description="Ollama was there and answered with an error: asking "
+                                                       "again may work (not set when it is unreachable)")
     trace: dict[str, Any] = Field(default_factory=dict)
 
 

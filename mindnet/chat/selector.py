@@ -31,7 +31,7 @@ _MAX_SHOWN = 60
 
 def llm_trouble(exc: LLMUnavailableError) -> str:
     """Why the router had no LLM answer, told apart: Ollama answered with an error vs. could not be asked."""
-    return "LLM failed (Ollama answered with an error)" if "answered with an error" in str(exc) else "LLM unreachable"
+    return "LLM failed (Ollama answered with an error)" if exc.failed else "LLM unreachable"
 
 
 @dataclass(frozen=True)

@@ -134,13 +134,16 @@ async def acondense(message: str, history: Sequence[ChatTurn], *, gate: LLMGate,
     """The standalone question for a follow-up, and how it was made ("none" | "llm" | "history" | "failed")."""
     if not history:
         return message.strip(), "none"
-    if not (await gate.astatus()).available:    # no LLM here: the last question keeps the follow-up's subject
+    # the LLM was there and failed (HTTP 500, a dropped connection; now, or just before, e.g. for the router):
+    # the question as asked. Glued to the previous one it found that one's notes (off-topic sources, one score)
+    status = await gate.astatus()
+    if status.failed:
+        return message.strip(), "failed"
+    if not status.available:    # no LLM here: the last question keeps the follow-up's subject
         return condense_without_llm(message, history), "history"
     try:
         answer = await gate.acomplete(prompt.format(chat_history=format_history(history), question=message))
     except LLMUnavailableError:
-        # the LLM was there and failed (HTTP 500, a dropped connection): the question as asked; glued to the
-        # previous one it found that one's notes (off-topic sources, all with one score)
         return message.strip(), "failed"
     line = next((x.strip() for x in answer.splitlines() if x.strip()), "")
     return (line, "llm") if line else (condense_without_llm(message, history), "history")
@@ -269,7 +272,7 @@ class RagStrategyEngine(StrategyEngine):
         if not status.available:
             notice = unavailable_notice(s.settings, status.reason)
             yield done(ChatResponse(answer=passages_answer(sources, notice), generation_available=False,
-                                    notice=notice, **base))
+                                    generation_failed=status.failed, notice=notice, **base))
             return
         yield ChatEvent(kind="generation", data={"model": s.gate.model})
         pieces: list[str] = []
@@ -289,7 +292,7 @@ class RagStrategyEngine(StrategyEngine):
                 return
             notice = unavailable_notice(s.settings, str(exc))
             yield done(ChatResponse(answer=passages_answer(sources, notice), generation_available=False,
-                                    notice=notice, **base))
+                                    generation_failed=exc.failed, notice=notice, **base))
             return
         answer = "".join(pieces).strip()
         if importing and import_notice.running(progress):

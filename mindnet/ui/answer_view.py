@@ -166,7 +166,8 @@ class AnswerView:
             return
         self.message.content = content
         self.message.metadata = self.turn_metadata()     # a resumed thread rebuilds the turn from it
-        self.message.actions = [retry_action(self.request.message)] if self.failure else []
+        failed = self.failure or response.generation_failed     # Ollama answered with an error: try again
+        self.message.actions = [retry_action(self.request.message)] if failed else []
         await self.message.update()
         await self.rating()
 
