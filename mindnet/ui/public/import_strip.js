@@ -2,7 +2,8 @@
 // top of every page says how far it is - notes written, texts embedded of the total, texts/s, time left - from
 // the server's own GET /health (`import` and `live`; see docs/vault.md). It stays until phase 2 (the embedding)
 // has ended. After a re-import of the watcher it says "re-imported 'X' 2 s ago" with a link that opens the note
-// (the chat's /open link, as in the sources) for a minute.
+// (the chat's /open link, as in the sources) for a minute. The page moves down below the strip; what is under the
+// pointer stays where it is (its scrolling box is scrolled along), so a click on its way still lands on it.
 (function () {
   "use strict";
   var script = document.currentScript;
@@ -12,6 +13,34 @@
   var IDLE_MS = 3000;       // poll while none runs (a watcher import may begin)
   var RECENT_S = 60;        // how long "re-imported 'X' ..." stays
   var strip = null;
+  var pointer = null;       // where the pointer was last seen
+
+  function notePointer(e) { pointer = { x: e.clientX, y: e.clientY }; }
+  document.addEventListener("pointermove", notePointer, { capture: true, passive: true });
+  document.addEventListener("pointerdown", notePointer, { capture: true, passive: true });
+
+  function scrollingBox(e) {
+    for (; e && e !== document.body && e !== document.documentElement; e = e.parentElement) {
+      var overflow = window.getComputedStyle(e).overflowY;
+      if ((overflow === "auto" || overflow === "scroll") && e.scrollHeight > e.clientHeight) return e;
+    }
+    return null;
+  }
+
+  // `change` (the strip shown, hidden or grown) without moving what is under the pointer (else the middle of the
+  // screen): the page moved down or up by the strip's height, its scrolling box is scrolled by as much.
+  // (A button moving between a click's press and release is not clicked: loaded CI lost "Undo" clicks so.)
+  function keepInPlace(change) {
+    var at = pointer || { x: window.innerWidth / 2, y: window.innerHeight / 2 };
+    var anchor = document.elementFromPoint(at.x, at.y);
+    if (anchor && strip && strip.contains(anchor)) anchor = null;
+    var before = anchor ? anchor.getBoundingClientRect().top : 0;
+    change();
+    if (!anchor || !anchor.isConnected) return;
+    var moved = anchor.getBoundingClientRect().top - before;
+    var box = moved ? scrollingBox(anchor) : null;
+    if (box) box.scrollTop += moved;
+  }
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -53,8 +82,11 @@
   }
 
   function hide() {
-    if (strip) strip.hidden = true;
-    document.documentElement.classList.remove("mindnet-strip-on");
+    if (!strip || strip.hidden) return;
+    keepInPlace(function () {
+      strip.hidden = true;
+      document.documentElement.classList.remove("mindnet-strip-on");
+    });
   }
 
   function show(health) {
@@ -64,22 +96,25 @@
     var parts = progressParts(p);
     var recent = last && last.path_count > 0 && last.seconds_ago <= RECENT_S;
     if (!parts && !recent) { hide(); return; }
-    var s = ensureStrip();
+    keepInPlace(function () { fill(ensureStrip(), p, parts, recent ? last : null); });
+  }
+
+  function fill(s, p, parts, last) {
     s.replaceChildren();
     if (parts) {
       s.dataset.phase = p.phase;
       s.appendChild(el("strong", null, "Importing your vault: "));
       s.appendChild(el("span", "mindnet-strip-progress", parts.join(" · ")));
       var bar = el("span", "mindnet-strip-bar");
-      var fill = el("span");
+      var done = el("span");
       var share = p.texts_total ? p.texts_embedded / p.texts_total : 0;
-      fill.style.width = Math.round(100 * Math.min(1, share)) + "%";
-      bar.appendChild(fill);
+      done.style.width = Math.round(100 * Math.min(1, share)) + "%";
+      bar.appendChild(done);
       s.appendChild(bar);
     } else {
       s.dataset.phase = "idle";
     }
-    if (recent) {
+    if (last) {
       var note = el("span", "mindnet-strip-reimport");
       note.appendChild(document.createTextNode("re-imported '" + last.label + "' " + seconds(last.seconds_ago) + " ago "));
       var open = el("a", null, "open");
@@ -106,8 +141,12 @@
       })
       .catch(function () {
         if (strip && !strip.hidden) {   // it showed an import: say why it stopped changing
-          strip.replaceChildren(el("span", null,
-            "The mindnet server does not answer; is mindnet serve still running? Trying again."));
+          keepInPlace(function () {
+            strip.replaceChildren(el("span", null,
+              "The mindnet server does not answer; is mindnet serve still running? Trying again."));
+            document.documentElement.style.setProperty("--mindnet-strip-h",
+                                                       Math.ceil(strip.getBoundingClientRect().height) + "px");
+          });
         }
       })
       .then(function () { setTimeout(poll, next); });
