@@ -180,6 +180,8 @@ def test_one_how_i_answered_step_in_sentences(page: Page) -> None:
                  "The graph expanded", "The model phi3:mini wrote the answer", "the sources were ready after"):
         assert part in text, part
     expect(page.get_by_text("Intent routing", exact=True).first).to_be_visible()   # the details, inside
+    page.get_by_text("Retrieval", exact=True).first.click()
+    expect(page.get_by_text(re.compile(r"^1 query, \d+ candidates in \d+ ms")).first).to_be_visible()  # not "1 queries"
     assert page.get_by_text(re.compile(r"^\s*Used\b")).count() == 0    # not "Used How I answered" on each answer
     shot(page, "03_how_i_answered")
 
@@ -437,6 +439,8 @@ def test_reimport_shows_progress_and_the_problems(page: Page, server: ChatServer
     assert not any("0/0" in s or "()" in s for s in seen), seen
     problems = page.locator("li", has_text="broken-frontmatter.md")
     expect(problems.first).to_be_visible()
+    report = page.locator(".step").filter(has_text="Import finished in").last.inner_text()
+    assert "warning: " in report and "warning: warning:" not in report, report    # each problem says its level once
     shot(page, "09_reimport")
 
 
