@@ -186,13 +186,15 @@ def test_one_how_i_answered_step_in_sentences(page: Page) -> None:
     shot(page, "03_how_i_answered")
 
 
-def test_a_very_long_message_is_collapsed_with_a_show_all_button(page: Page) -> None:
+@pytest.mark.parametrize("device", ["page", "phone"])
+def test_a_very_long_message_is_collapsed_with_a_show_all_button(request: pytest.FixtureRequest, device: str) -> None:
+    page = request.getfixturevalue(device)
     ask(page, "Qdrant " + "lang " * 2000)                      # 10,007 characters, a pasted note
     bubble = page.locator("[data-step-type=user_message] .message-content").last
     show = page.get_by_role("button", name=re.compile(r"^Show all \(10,00\d characters\)"))
     expect(show).to_be_visible()
     assert bubble.bounding_box()["height"] < 600                # was a 5,400 px bubble
-    shot(page, "04_long_message_collapsed")
+    shot(page, f"04_long_message_collapsed_{device}")
     show.focus()
     page.keyboard.press("Enter")                               # a real button: the keyboard opens it too
     expect(page.get_by_role("button", name="Show less")).to_have_attribute("aria-expanded", "true")
@@ -270,7 +272,10 @@ def test_a_follow_up_when_the_llm_answers_http_500_searches_the_new_question_and
         pg.context.close()
 
 
-def test_without_an_llm_the_passages_show_note_markdown_as_text(page: Page, server: ChatServer) -> None:
+@pytest.mark.parametrize("device", ["page", "phone"])
+def test_without_an_llm_the_passages_show_note_markdown_as_text(request: pytest.FixtureRequest, server: ChatServer,
+                                                                 device: str) -> None:
+    page = request.getfixturevalue(device)
     models = set(server.ollama.models)
     server.ollama.models = {"nomic-embed-text"}                  # Ollama is up, the chat model is not pulled
     try:
@@ -281,10 +286,13 @@ def test_without_an_llm_the_passages_show_note_markdown_as_text(page: Page, serv
     expect(answer).to_contain_text("The most relevant passages from your notes")
     expect(answer).to_contain_text("`**bold**`")                 # the note's Markdown, literally
     assert answer.locator("code:has-text('**bold**'), a[href^='http']").count() == 0   # not rendered, no live links
-    shot(page, "05_passages_without_llm")
+    shot(page, f"05_passages_without_llm_{device}")
 
 
-def test_sources_stay_when_the_user_presses_stop(page: Page, server: ChatServer) -> None:
+@pytest.mark.parametrize("device", ["page", "phone"])
+def test_sources_stay_when_the_user_presses_stop(request: pytest.FixtureRequest, server: ChatServer,
+                                                 device: str) -> None:
+    page = request.getfixturevalue(device)
     # the model answers only once Stop was pressed (a state, not a time: on a busy machine a slow model's
     # answer could otherwise finish before the click)
     stopped = threading.Event()
@@ -312,7 +320,7 @@ def test_sources_stay_when_the_user_presses_stop(page: Page, server: ChatServer)
     assert answer.locator("a.element-link").count() > 0        # the sources are still there, and clickable
     answer.locator("a.element-link").first.click()
     expect(page.get_by_test_id("source-panel").first).to_be_visible(timeout=TIMEOUT)
-    shot(page, "05_stopped")
+    shot(page, f"05_stopped_{device}")
 
 
 def test_send_to_sources_and_first_token_times(page: Page, server: ChatServer) -> None:
