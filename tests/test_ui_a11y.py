@@ -48,7 +48,7 @@ def desktop(browser: Browser, server: ChatServer, request: pytest.FixtureRequest
 
 
 def shot(pg: Page, name: str) -> None:
-    pg.screenshot(path=str(ARTIFACTS / f"ui_a11y_{name}.png"), full_page=True)
+    pg.screenshot(path=str(ARTIFACTS / f"ui_a11y_{name}.png"))
 
 
 def blocking_violations(pg: Page) -> list[str]:

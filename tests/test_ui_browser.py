@@ -81,7 +81,9 @@ def phone(browser: Browser, server: ChatServer) -> Iterator[Page]:
 
 
 def shot(pg: Page, name: str) -> None:
-    pg.screenshot(path=str(ARTIFACTS / f"ui_{name}.png"), full_page=True)
+    # the screen only, never full_page=True: the chat is one screen tall (it scrolls inside), and a full-page
+    # shot fires a `resize` on which Chainlit scrolls the chat, moving the button the next click is on its way to
+    pg.screenshot(path=str(ARTIFACTS / f"ui_{name}.png"))
 
 
 def send(pg: Page, text: str) -> None:

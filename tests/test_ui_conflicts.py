@@ -35,7 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatServer]:
 
 
 def shot(pg: Page, name: str) -> None:
-    pg.screenshot(path=str(ARTIFACTS / f"ui_conflicts_{name}.png"), full_page=True)
+    pg.screenshot(path=str(ARTIFACTS / f"ui_conflicts_{name}.png"))
 
 
 def message(pg: Page, text: str):

@@ -64,7 +64,7 @@ def page(browser: Browser, server: ChatServer) -> Iterator[Page]:
 
 
 def shot(pg: Page, name: str) -> None:
-    pg.screenshot(path=str(ui.ARTIFACTS / f"ui_feedback_{name}.png"), full_page=True)
+    pg.screenshot(path=str(ui.ARTIFACTS / f"ui_feedback_{name}.png"))
 
 
 def query_id_of(server: ChatServer, question: str) -> str:

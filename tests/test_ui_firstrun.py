@@ -97,7 +97,7 @@ def open_page(browser: Browser, server: FreshVaultServer, viewport: dict[str, in
 
 
 def shot(pg: Page, name: str) -> None:
-    pg.screenshot(path=str(ARTIFACTS / f"ui_firstrun_{name}.png"), full_page=True)
+    pg.screenshot(path=str(ARTIFACTS / f"ui_firstrun_{name}.png"))
 
 
 def strip_of(pg: Page):

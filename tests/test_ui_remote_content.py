@@ -178,7 +178,7 @@ def test_a_remote_image_in_a_note_and_the_answer_is_a_link_never_fetched(watched
     expect(panel.get_by_test_id("source-text")).to_contain_text(f"![]({PIXEL})")
     assert panel.locator("img, video").count() == 0
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "ui_19_remote_image_as_link.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "ui_19_remote_image_as_link.png"))
     page.reload(wait_until="networkidle")                          # what the page asked for, to the end
     assert (evil.hits, watched.remote()) == ([], [])
     assert watched.violations() == []                              # the chat itself runs under its policy
@@ -210,7 +210,7 @@ def test_the_draft_preview_shows_images_as_links(watched: Watched, evil: Evil) -
     assert preview.locator("img, video").count() == 0
     expect(page.get_by_test_id("draft-preview-meta").last).to_contain_text("title: Kräutergarten")
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "ui_20_draft_preview.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "ui_20_draft_preview.png"))
     page.get_by_test_id("draft-preview-toggle").last.click()       # back to the text, unchanged
     assert f"![Balkon]({DRAFT_IMAGE})" in page.get_by_test_id("draft-text").last.input_value()
     page.get_by_test_id("draft-discard").last.click()

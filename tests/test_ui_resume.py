@@ -57,7 +57,7 @@ def page(browser: Browser, server: ChatServer) -> Iterator[Page]:  # noqa: F811
 
 
 def shot(pg: Page, name: str) -> None:
-    pg.screenshot(path=str(ARTIFACTS / f"ui_resume_{name}.png"), full_page=True)
+    pg.screenshot(path=str(ARTIFACTS / f"ui_resume_{name}.png"))
 
 
 def stored_threads(server: ChatServer) -> list[dict[str, Any]]:
