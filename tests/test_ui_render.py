@@ -146,6 +146,9 @@ def test_counts_in_the_steps_are_singular_for_one() -> None:
     assert one.startswith("1 query, 1 candidate in 12 ms") and "queries" not in one
     two = render.step_output("retrieval", {"queries": ["a", "b"], "candidates": 7})
     assert two.startswith("2 queries, 7 candidates")
+    assert render.how_sentence("generation", {"model": "m", "sources": 0}) == \
+        "The model m wrote the answer without a source from your notes."
+    assert render.how_sentence("generation", {"model": "m", "sources": 2}).endswith("wrote the answer from them.")
     said = render.how_sentence("retrieval", {"queries": ["Was ist Qdrant?"], "candidates": 1, "ms": 12})
     assert "found 1 candidate in" in said, said
     grown = render.how_sentence("graph", {"seeds": 1, "nodes": 1, "edges": 1, "ms": 3})

@@ -274,7 +274,7 @@ class RagStrategyEngine(StrategyEngine):
             yield done(ChatResponse(answer=passages_answer(sources, notice), generation_available=False,
                                     generation_failed=status.failed, notice=notice, **base))
             return
-        yield ChatEvent(kind="generation", data={"model": s.gate.model})
+        yield ChatEvent(kind="generation", data={"model": s.gate.model, "sources": len(sources)})
         pieces: list[str] = []
         context = context_block(sources)
         if importing and import_notice.running(progress):

@@ -209,7 +209,10 @@ def how_sentence(kind: str, data: Mapping[str, Any]) -> str:
             return "No source matched."
         return f"I kept the best {n} source{'s' if n != 1 else ''}, numbered 1 to {n}."
     if kind == "generation":
-        return f"The model {escape(data.get('model') or '?')} wrote the answer from them."
+        model = escape(data.get("model") or "?")
+        if data.get("sources") == 0:     # nothing was found: not "from them"
+            return f"The model {model} wrote the answer without a source from your notes."
+        return f"The model {model} wrote the answer from them."
     return escape(data)
 
 
