@@ -170,6 +170,19 @@ def test_answer_cites_sources_that_open_their_panel(page: Page, server: ChatServ
     assert r.status_code == 307 and r.headers["location"].startswith("obsidian://open?vault=vault&file=")
 
 
+def test_an_answer_asks_for_nothing_that_is_not_there(browser: Browser, server: ChatServer) -> None:
+    # every answer's avatar was the profile icon asked for at /public/icon.svg, outside the chat's /ui: a 404
+    pg = open_page(browser, server, DESKTOP)
+    missing: list[str] = []
+    pg.on("response", lambda r: r.status >= 400 and missing.append(f"{r.status} {r.url}"))
+    try:
+        ask(pg, "Was ist hybride Suche?")
+        expect(last_answer(pg).locator("img").first).to_be_visible()          # the avatar is drawn
+        assert not missing, missing
+    finally:
+        pg.context.close()
+
+
 def test_one_how_i_answered_step_in_sentences(page: Page) -> None:
     ask(page, "Warum habe ich Qdrant gewählt?")
     for old in ("Intent routing", "Retrieval"):      # no thin top-level steps any more

@@ -10,9 +10,11 @@ Importing those modules (and `suggest`) registers their action callbacks. No ret
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import chainlit as cl
@@ -59,6 +61,10 @@ def settings_widgets() -> list[Any]:
 
 
 IMPORT_NOW = "Import now"
+# the profile's icon is also every answer's avatar, which Chainlit's page asks for as given, without the /ui prefix
+# (a "/public/icon.svg" was a 404 on each answer): inline, it needs no request at all
+PROFILE_ICON = "data:image/svg+xml;base64," + base64.b64encode(
+    (Path(__file__).parent / "public" / "icon.svg").read_bytes()).decode("ascii")
 
 
 async def welcome() -> tuple[str, list[cl.Starter]]:
@@ -81,7 +87,7 @@ async def welcome() -> tuple[str, list[cl.Starter]]:
 async def profiles(user: Any = None, language: str | None = None) -> list[cl.ChatProfile]:
     """One profile: Chainlit shows its description on the welcome page (no picker for a single profile)."""
     text, starters = await welcome()
-    return [cl.ChatProfile(name="mindnet", markdown_description=text, icon="/public/icon.svg", default=True,
+    return [cl.ChatProfile(name="mindnet", markdown_description=text, icon=PROFILE_ICON, default=True,
                            starters=starters)]
 
 
