@@ -394,6 +394,25 @@ def test_the_import_strip_coming_never_moves_the_button_under_the_pointer(page: 
         added.unlink()
 
 
+def test_the_scroll_to_bottom_arrow_takes_no_click_but_its_own(page: Page) -> None:
+    # Chainlit's arrow sits in a full-width see-through strip over the chat's last lines while the chat is not
+    # at its bottom; the strip took the clicks meant for what shows through it (a draft's Save did nothing)
+    for question in ("Was ist hybride Suche?", "Warum habe ich Qdrant gewählt?"):
+        ask(page, question)
+    arrow = page.locator(".absolute.bottom-4.left-0.right-0 > button")
+    page.evaluate("""() => { const box = [...document.querySelectorAll('.overflow-y-auto')]
+        .find((e) => e.scrollHeight > e.clientHeight + 300); box.scrollTop -= 300; }""")   # scrolled up a little
+    expect(arrow).to_be_visible(timeout=TIMEOUT)
+    box = arrow.bounding_box()
+    y = box["y"] + box["height"] / 2
+    beside = page.evaluate("""([x, y]) => { const e = document.elementFromPoint(x, y);
+        return e.closest('.absolute.bottom-4.left-0.right-0') ? e.outerHTML.slice(0, 120) : null; }""",
+                           [box["x"] - 120, y])
+    assert beside is None, beside                         # left of the arrow: what shows through takes the click
+    arrow.click()                                         # the arrow itself still works
+    expect(arrow).to_be_hidden(timeout=TIMEOUT)
+
+
 # --------------------------------------------------------------------------- feedback, commands, history
 
 

@@ -25,6 +25,9 @@ const FOCUS_KEPT_MS = 60000;              // a focus older than this is not give
 const KEYS_KEY = "mindnetDraftKeys";     // on window: keys typed while the editor is built anew
 const HOLD_MS = 4000;                     // how long they wait for it (a busy machine draws slowly)
 const TYPING_MS = 5000;                   // the user typed in the editor this recently: keys are held for it
+const PRESS_KEY = "mindnetDraftPress";   // on window: a press on one of the editor's buttons, until its click
+const PRESS_MS = 3000;                    // a release this long after the press is no click any more
+const RELEASED_MS = 1000;                 // a copy built this soon after a release (over nothing) still takes it
 const ANALYZE_DELAY_MS = 700;   // suggestions are asked for once typing pauses this long
 // diff rows (props.conflict.diff): "-" only in the vault's note, "+" only in the draft, "@" a skipped stretch
 const DIFF_STYLE = {
@@ -146,6 +149,34 @@ function dropKeys() {
   return held;
 }
 
+// A button pressed in one copy of the editor and released over the same button of the next copy (Chainlit built it
+// anew in between: an answer ending, a status, the move to the thread's URL) gets no click from the browser, and
+// a Save was lost (loaded CI: the click done, no request sent). Such a release clicks the new copy's button, once;
+// a release elsewhere (the user dragged away) clicks nothing, and a click the browser gave is not repeated.
+function notePress(event, draftId) {
+  const button = event.button === 0 && event.target.closest ? event.target.closest("button[data-testid]") : null;
+  if (!button) return;
+  const press = { draft_id: draftId, control: button.dataset.testid, element: button, at: Date.now(), release: null };
+  window[PRESS_KEY] = press;
+  const released = (up) => {
+    window.removeEventListener("pointerup", released, true);
+    press.release = { x: up.clientX, y: up.clientY, at: Date.now() };
+    setTimeout(() => clickReleased(press), 0);     // after the browser's own click, when it gave one
+  };
+  window.addEventListener("pointerup", released, true);
+}
+
+function clickReleased(press) {
+  if (!press || window[PRESS_KEY] !== press || !press.release || press.element.isConnected) return;
+  if (press.release.at - press.at > PRESS_MS) { window[PRESS_KEY] = null; return; }
+  const under = document.elementFromPoint(press.release.x, press.release.y);
+  const editor = `[data-testid="draft-editor"][data-draft-id="${CSS.escape(press.draft_id || "")}"]`;
+  const button = under && under.closest(`${editor} button[data-testid="${CSS.escape(press.control)}"]`);
+  if (!button) return;             // released while no copy was there: the next copy's mount looks again
+  window[PRESS_KEY] = null;
+  if (!button.disabled) button.click();
+}
+
 // `keys` typed into the text field `el` at its caret, as typing would: its value is set at once (a key arriving
 // before React draws again lands after them, not on the old text) and React sees an input event (onChange).
 // Only into a text field: a checkbox or a number field has no caret, and no text to type into. The caret, or null.
@@ -233,6 +264,10 @@ export default function DraftEditor() {
     const latest = kept(props.draft_id);          // keys typed while this element was being mounted again
     if (editable && latest !== null && latest !== text) setText(latest);
     const frame = requestAnimationFrame(() => {   // once the text above is drawn
+      const press = window[PRESS_KEY];
+      if (press && press.draft_id === props.draft_id && press.release && Date.now() - press.release.at < RELEASED_MS) {
+        clickReleased(press);
+      }
       const control = giveFocusBack(props.draft_id);
       const held = window[KEYS_KEY];
       if (!held || held.draft_id !== props.draft_id || !control || control.dataset.testid !== "draft-text") return;
@@ -332,7 +367,8 @@ export default function DraftEditor() {
   return (
     <div className="flex flex-col gap-2 w-full outline-none" data-testid="draft-editor" data-draft-id={props.draft_id}
       tabIndex={-1} role="group" aria-label={`Draft ${props.title || ""}`.trim()}
-      onFocus={noteFocus} onBlur={leaveFocus}>
+      onFocus={noteFocus} onBlur={leaveFocus} onPointerDownCapture={(event) => notePress(event, props.draft_id)}
+      onClickCapture={() => { window[PRESS_KEY] = null; }}>
       <div className="text-sm text-muted-foreground">
         {props.title} · {props.note_type}
         {status === "saved" && <span data-testid="draft-status"> · saved to {props.detail}</span>}
