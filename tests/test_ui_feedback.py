@@ -161,6 +161,31 @@ def test_bad_answer_with_reasons_and_comment_lands_in_feedback_jsonl(page: Page,
 # --------------------------------------------------------------------------- after a reload
 
 
+def test_on_a_phone_the_reasons_and_comment_fit_the_screen_and_are_saved(browser: Browser, server: ChatServer) -> None:
+    pg = ui.open_page(browser, server, ui.MOBILE)
+    try:
+        question = "Wie speichere ich Notizen lokal?"
+        ui.ask(pg, question)
+        query_id = query_id_of(server, question)
+        answer = ui.last_answer(pg)
+        answer.get_by_role("button", name="Bad answer").click()                     # tapped, not typed
+        details = answer.get_by_role("group", name="What was wrong? (optional)")
+        expect(details).to_be_visible(timeout=ui.TIMEOUT)
+        box = details.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= ui.MOBILE["width"], box   # within the screen
+        details.get_by_role("button", name="missing note").click()
+        details.get_by_role("textbox", name="Comment (optional)").fill("Die Notiz zum Backup fehlt")
+        details.get_by_role("button", name="Save reasons").click()
+        expect(answer.get_by_role("status")).to_have_text("Thanks: your reasons were saved.", timeout=ui.TIMEOUT)
+        assert pg.evaluate("() => document.scrollingElement.scrollWidth <= window.innerWidth")   # no sideways scroll
+        rows = ratings_of(server, query_id)
+        assert (rows[-1]["score"], rows[-1]["reasons"], rows[-1]["comment"]) == \
+            (1, ["missing_note"], "Die Notiz zum Backup fehlt"), rows
+        shot(pg, "04_bad_answer_phone")
+    finally:
+        pg.context.close()
+
+
 def open_thread(pg: Page) -> str:
     """Reopen the conversation from the thread store: after its first answer the page is at the thread's own
     URL, and a reload resumes it there."""

@@ -167,17 +167,18 @@ def test_strip_sits_above_the_chat_on_a_phone(browser: Browser, fresh: FreshVaul
     pg.context.close()
 
 
+@pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_answer_during_the_import_says_what_it_searched_and_never_nothing_in_your_notes(
-        browser: Browser, fresh: FreshVaultServer) -> None:
+        browser: Browser, fresh: FreshVaultServer, device: str) -> None:
     assert fresh.health()["import"]["phase"] == "embedding"      # held: the import is still running
-    pg = open_page(browser, fresh, DESKTOP)
+    pg = open_page(browser, fresh, DESKTOP if device == "desktop" else MOBILE)
     ask(pg, "Was weiß ich über Kompost und Beete?")
     answer = last_answer(pg)
     expect(answer).to_contain_text(re.compile(r"Searched (all \d+ notes|\d+ of \d+ notes), by keywords and links"))
     expect(answer).to_contain_text("still reading your notes")
     expect(answer).to_contain_text("In den bisher gelesenen Notizen")
     assert NOTHING not in answer.inner_text(), answer.inner_text()
-    shot(pg, "04_answer_during_import")
+    shot(pg, f"04_answer_during_import_{device}")
     pg.context.close()
 
 
@@ -200,21 +201,23 @@ def test_strip_goes_when_the_embedding_has_ended_and_answers_say_nothing_of_it(
     pg.context.close()
 
 
+@pytest.mark.parametrize(("device", "name"), [("desktop", "bm25"), ("phone", "qdrant")])
 def test_a_watcher_reimport_shows_in_the_strip_with_a_link_to_the_note(
-        browser: Browser, fresh: FreshVaultServer) -> None:
+        browser: Browser, fresh: FreshVaultServer, device: str, name: str) -> None:
     fresh.held.release()                                   # type: ignore[attr-defined]
-    pg = open_page(browser, fresh, DESKTOP)
-    note = Path(fresh.vault) / "concepts" / "bm25.md"
+    pg = open_page(browser, fresh, DESKTOP if device == "desktop" else MOBILE)
+    note = Path(fresh.vault) / "concepts" / f"{name}.md"
     note.write_text(note.read_text(encoding="utf-8") + "\n\nNachtrag: BM25 gewichtet seltene Wörter.\n",
                     encoding="utf-8")
     strip = strip_of(pg)
-    expect(strip).to_contain_text(re.compile(r"re-imported 'bm25' \d+ s ago"), timeout=TIMEOUT)
+    expect(strip).to_contain_text(re.compile(rf"re-imported '{name}' \d+ s ago"), timeout=TIMEOUT)
     link = strip.get_by_role("link", name="open")
+    expect(link).to_be_visible()
     href = link.get_attribute("href") or ""
-    assert href == f"{fresh.url}/open?path=concepts%2Fbm25.md", href
+    assert href == f"{fresh.url}/open?path=concepts%2F{name}.md", href
     r = httpx.get(href, follow_redirects=False, timeout=30)
     assert r.status_code == 307 and r.headers["location"].startswith("obsidian://open?"), r.headers
-    shot(pg, "06_reimported")
+    shot(pg, f"06_reimported_{device}")
     pg.context.close()
 
 

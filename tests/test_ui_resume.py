@@ -151,10 +151,12 @@ def test_the_link_opens_the_thread_in_another_window_and_on_a_phone(browser: Bro
 # --------------------------------------------------------------------------- drafts and names
 
 
+@pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_a_reopened_interview_thread_shows_the_draft_editor_with_its_text(browser: Browser,  # noqa: F811
-                                                                         server: ChatServer) -> None:
+                                                                         server: ChatServer, device: str) -> None:
     typed = "Zitronenverbene nicht vergessen"
-    pg = open_page(browser, server, DESKTOP)
+    viewport = DESKTOP if device == "desktop" else MOBILE
+    pg = open_page(browser, server, viewport)
     ask(pg, NEW_NOTE)
     tid = thread_id(pg)
     editor = editor_after_the_move(pg)
@@ -168,12 +170,14 @@ def test_a_reopened_interview_thread_shows_the_draft_editor_with_its_text(browse
     url = pg.url
     pg.context.close()
 
-    other = open_page(browser, server, DESKTOP)        # another window: nothing of the draft kept in the browser
+    other = open_page(browser, server, viewport)       # another window: nothing of the draft kept in the browser
     reopen(other, url)
     restored = other.get_by_test_id("draft-text").last
     expect(restored).to_have_value(re.compile(typed + r"\s*$"), timeout=TIMEOUT)
     expect(other.get_by_test_id("draft-save").last).to_be_enabled()
-    shot(other, "04_draft_thread_reopened")
+    box = restored.bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], box     # within the screen
+    shot(other, f"04_draft_thread_reopened_{device}")
     other.get_by_test_id("draft-discard").last.click()
     expect(other.get_by_text("Draft discarded.").first).to_be_visible(timeout=TIMEOUT)
     wait_for_store(server, lambda ts: any(t["id"] == tid and any(
