@@ -168,7 +168,9 @@ def test_a_remote_image_in_a_note_and_the_answer_is_a_link_never_fetched(watched
     expect(answer).to_contain_text("Der Holunder blüht im Juni")
     page.wait_for_load_state("networkidle")
     assert evil.hits == []                                         # the stand-in heard nothing
-    assert answer.locator("img, video").count() == 0
+    assert answer.locator(".message-content").locator("img, video").count() == 0
+    # the only picture beside it is the answer's avatar, inline (data:), never fetched from anywhere
+    assert all(src.startswith("data:") for src in answer.locator("img").evaluate_all("els => els.map(e => e.src)"))
     link = answer.get_by_role("link", name="image", exact=True)
     expect(link).to_have_attribute("href", PIXEL)                 # a plain link: loaded only if clicked
     expect(answer.get_by_role("link", name="image: Film")).to_have_attribute("href", re.compile("clip.mp4"))

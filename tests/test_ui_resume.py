@@ -276,8 +276,12 @@ def test_a_key_typed_right_after_the_held_keys_reach_the_new_editor_comes_after_
     editor_after_the_move(page)
     page.wait_for_function("() => window.keyAfterTheHeld !== undefined", timeout=TIMEOUT)
     page.keyboard.type(" Thymian")
-    expect(page.get_by_test_id("draft-text").last).to_have_value(re.compile(r"\nSalbei und! Thymian\s*$"),
-                                                                  timeout=TIMEOUT)
+    expect(page.get_by_test_id("draft-text").last).to_have_value(re.compile(r"Thymian\s*$"), timeout=TIMEOUT)
+    # the keys held till then (the first of " und", or all: on a busy machine the new copy may come sooner) were in
+    # the text area when the "!" came, so it follows them; none is lost
+    given = page.evaluate("() => window.keyAfterTheHeld").split("\nSalbei", 1)[1]
+    assert given and " und".startswith(given), given
+    assert typed_after_salbei(page) == given + "!" + " und"[len(given):] + " Thymian"
 
 
 def test_save_pressed_before_the_editor_is_drawn_again_and_released_after_saves(page: Page, server: ChatServer) -> None:
