@@ -284,19 +284,25 @@ def test_a_key_typed_right_after_the_held_keys_reach_the_new_editor_comes_after_
     assert typed_after_salbei(page) == given + "!" + " und"[len(given):] + " Thymian"
 
 
-def test_save_pressed_before_the_editor_is_drawn_again_and_released_after_saves(page: Page, server: ChatServer) -> None:
-    # the press lands on one copy of the editor, the release on the next: the browser gives no click (a Save lost
-    # when an answer ended or a status came in between, loaded CI of stop 41)
-    target = server.vault / "projects" / "Kräutergarten.md"
-    target.unlink(missing_ok=True)
-    tid = typing_salbei(page)
-    box = page.get_by_test_id("draft-save").last.bounding_box()
+def press_while_drawn_again(page: Page, tid: str, control: str) -> dict[str, float]:
+    """The mouse pressed on the draft editor's `control`, then the editor drawn anew (a new copy is on the page
+    when this returns, the mouse still down): the control's box as it was pressed."""
+    box = page.get_by_test_id(control).last.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.down()
     before = page.evaluate("() => performance.now()")
     draw_again(page, tid)
     page.wait_for_function("(t) => +document.documentElement.dataset.mindnetEditorMounted > t", arg=before,
-                           timeout=TIMEOUT)                                       # a new copy is on the page
+                           timeout=TIMEOUT)
+    return box
+
+
+def test_save_pressed_before_the_editor_is_drawn_again_and_released_after_saves(page: Page, server: ChatServer) -> None:
+    # the press lands on one copy of the editor, the release on the next: the browser gives no click (a Save lost
+    # when an answer ended or a status came in between, loaded CI of stop 41)
+    target = server.vault / "projects" / "Kräutergarten.md"
+    target.unlink(missing_ok=True)
+    press_while_drawn_again(page, typing_salbei(page), "draft-save")
     page.mouse.up()
     expect(page.get_by_test_id("draft-status").last).to_contain_text("saved to", timeout=TIMEOUT)
     assert "Salbei" in target.read_text(encoding="utf-8")
@@ -307,13 +313,7 @@ def test_a_press_released_elsewhere_after_the_editor_is_drawn_again_clicks_nothi
     tid = typing_salbei(page)
     actions: list[str] = []
     page.on("request", lambda r: r.url.endswith("/project/action") and actions.append(r.post_data or ""))
-    box = page.get_by_test_id("draft-discard").last.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.down()
-    before = page.evaluate("() => performance.now()")
-    draw_again(page, tid)
-    page.wait_for_function("(t) => +document.documentElement.dataset.mindnetEditorMounted > t", arg=before,
-                           timeout=TIMEOUT)
+    box = press_while_drawn_again(page, tid, "draft-discard")
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] - 200)                 # dragged away: no click meant
     page.mouse.up()
     # a click would have been given in a task right after the release, its request sent at once
