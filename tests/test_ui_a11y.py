@@ -121,6 +121,34 @@ def test_axe_on_a_phone_finds_no_critical_or_serious_violation(browser: Browser,
         pg.context.close()
 
 
+def test_the_scroll_to_bottom_arrow_has_a_name_from_the_moment_it_shows(desktop: Page) -> None:
+    # Chainlit's icon-only arrow shows only while the chat is not at its bottom. It was named a frame after it
+    # came, and an axe scan in that frame found a nameless button (a CI run failed so). An observer of the
+    # test's own, registered after mindnet's, looks at the arrow in the very task that adds it.
+    pg = desktop
+    for question in (QUESTION, "Was ist hybride Suche?"):
+        pg.locator("#chat-input").fill(question)
+        pg.locator("#chat-submit").click()
+        wait_answers(pg, 1 if question == QUESTION else 2)
+    arrow = pg.locator(".absolute.bottom-4 > button")
+    pg.evaluate("""() => { const box = [...document.querySelectorAll('.overflow-y-auto')]
+        .find((e) => e.scrollHeight > e.clientHeight + 300); box.scrollTop = box.scrollHeight; }""")
+    expect(arrow).to_have_count(0, timeout=TIMEOUT)            # at the bottom: no arrow yet
+    pg.evaluate("""() => { window.arrowNamesSeen = [];
+        new MutationObserver((records) => { for (const r of records) for (const n of r.addedNodes) {
+            const b = n.nodeType === 1 && n.querySelector('.absolute.bottom-4 > button, .bottom-4 > button');
+            if (b) window.arrowNamesSeen.push(b.getAttribute('aria-label') || '');
+        } }).observe(document.body, { childList: true, subtree: true }); }""")
+    pg.evaluate("""() => { const box = [...document.querySelectorAll('.overflow-y-auto')]
+        .find((e) => e.scrollHeight > e.clientHeight + 300); box.scrollTop -= 300; }""")   # scrolled up a little
+    expect(arrow).to_be_visible(timeout=TIMEOUT)
+    expect(pg.get_by_role("button", name="Scroll to the latest message", exact=True)).to_be_visible()
+    assert pg.evaluate("window.arrowNamesSeen") == ["Scroll to the latest message"]
+    assert blocking_violations(pg) == []          # the page while the arrow shows
+    arrow.click()
+    expect(arrow).to_be_hidden(timeout=TIMEOUT)
+
+
 # --------------------------------------------------------------------------- the keyboard alone
 
 

@@ -39,6 +39,7 @@
     "paperclip": "Attach files", "mic": "Start recording", "square": "Stop", "thumbs-up": "Helpful",
     "thumbs-down": "Not helpful", "ellipsis": "More options", "wrench": "Tools", "history": "Show history",
     "chevron-down": "Show more", "chevron-up": "Show less", "pencil": "Edit", "trash-2": "Delete",
+    "arrow-down": "Scroll to the latest message",   // shown only while the chat is not at its bottom
   };
 
   function hasName(el) {
@@ -62,8 +63,10 @@
     return icon ? icon.replace(/-/g, " ") : "";
   }
 
-  function nameButtons() {
-    var buttons = document.querySelectorAll("button, [role=button], #thread-options");
+  var BUTTONS = "button, [role=button], #thread-options";
+
+  function nameButtons(buttons) {
+    buttons = buttons || document.querySelectorAll(BUTTONS);
     for (var i = 0; i < buttons.length; i++) {
       var b = buttons[i];
       if (b.dataset.mindnetNamed === nameFor(b) && hasName(b)) continue;
@@ -203,7 +206,27 @@
     focusPanel();
     focusBackAfterDialog();
   }
-  new MutationObserver(function () {   // once per frame, however many nodes a streamed answer changes
+  // A button that comes and goes (Chainlit's "scroll to the bottom" arrow shows while the chat is not at its
+  // bottom) is named at once, in the same task that added it: waiting for the next frame left a window in
+  // which it had no name (axe found one under load). The rest waits for the frame, once per frame however
+  // many nodes a streamed answer changes.
+  function addedButtons(records) {
+    var found = [];
+    for (var i = 0; i < records.length; i++) {
+      var added = records[i].addedNodes;
+      for (var j = 0; j < added.length; j++) {
+        var node = added[j];
+        if (node.nodeType !== 1) continue;
+        if (node.matches(BUTTONS)) found.push(node);
+        var inside = node.querySelectorAll(BUTTONS);
+        for (var k = 0; k < inside.length; k++) found.push(inside[k]);
+      }
+    }
+    return found;
+  }
+
+  new MutationObserver(function (records) {
+    nameButtons(addedButtons(records));
     if (!scheduled) { scheduled = true; requestAnimationFrame(fixAll); }
   }).observe(document.documentElement, { childList: true, subtree: true });
   fixAll();
