@@ -151,7 +151,8 @@ class ActionRequestCheck:
 
     A plain ASGI middleware, not Starlette's BaseHTTPMiddleware: that one turns a request whose client went
     away (a tab closed while its logo loaded) into RuntimeError("No response returned."), which the server
-    logged as an error with a traceback. A client that went away is no error: logged at debug."""
+    logged as an error with two tracebacks. Chainlit's app has one inside: that error, raised after the client
+    went away, ends here. A client that went away is no error: logged at debug."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -173,14 +174,25 @@ class ActionRequestCheck:
                 await answer(scope, receive, send)
                 return
             receive = replayed(body, receive)
-        started = False
+        started = gone = False
 
         async def send_started(message: Message) -> None:
             nonlocal started
             started = started or message["type"] == "http.response.start"
             await send(message)
 
-        await self.app(scope, receive, send_started)
+        async def receive_watched() -> Message:
+            nonlocal gone
+            message = await receive()
+            gone = gone or message["type"] == "http.disconnect"
+            return message
+
+        try:
+            await self.app(scope, receive_watched, send_started)
+        except RuntimeError:
+            # Chainlit's own BaseHTTPMiddleware raises "No response returned." when the client went away first
+            if started or not gone:
+                raise
         if not started:
             log.debug("%s %s: the client went away before the answer", scope["method"], scope["path"])
 
