@@ -93,6 +93,7 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         self._importing = False
         self.live: LiveState | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
         self.serving = False    # searches beside imports (API, MCP): no rewrite of the chunks (_index_for_size)
+        self.store_process = False   # `mindnet serve`: the embedded index in a child process (settings.index_process)
         self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
         self._problems: dict[str, str] = {}    # what does not work now (the index cannot be opened, ...)
 
@@ -102,11 +103,11 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
 
     @cached_property
     def store(self) -> Store:
-        # `mindnet serve` opens it in a background thread while the live import or a search may ask too: the
-        # folder must be opened once (a second open of an embedded folder is refused)
+        # `mindnet serve` opens it in a background thread while an import or a search may ask too: opened once
         with self._open_lock:
             if "store" not in self.__dict__:
-                self.__dict__["store"] = self._store or open_store(self.settings, create=not self.read_only)
+                self.__dict__["store"] = self._store or open_store(self.settings, create=not self.read_only,
+                                                                     process=self.store_process)
             return self.__dict__["store"]
 
     @property
@@ -225,8 +226,7 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         embedder = self.embedder
         calls0, texts0, backend0 = embedder.calls, embedder.embedded, embedder.seconds
         self._wanted.set()
-        # phase 2 begins beside phase 1 (a worker embeds the notes already written), unless a server's vector
-        # worker is embedding already: it picks the new chunks up
+        # phase 2 begins beside phase 1 (embedding the notes written), unless a server's vector worker runs
         beside = embed and self.importer.overlap and self.vectors_lock.acquire(blocking=False)
         folder = self._local_folder()
         legacy = needs_rebuild(folder, self.settings.collection_prefix) if folder is not None else None
