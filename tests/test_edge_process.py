@@ -42,10 +42,6 @@ def store(tmp_path: Path):
     s.close()
 
 
-def _pid_of_child(store: EdgeProcessStore) -> int:
-    return store._process.pid     # the test's own look at the child it started
-
-
 def test_writes_and_reads_go_through_the_child(store: EdgeProcessStore) -> None:
     store.upsert("chunks", _points(2_500))
     assert store.count("chunks") == 2_500 and store.opened("chunks") and store.exists("chunks")
@@ -78,7 +74,7 @@ def test_what_health_asks_is_answered_while_the_engine_is_busy(store: EdgeProces
     # the child is stopped in the middle of a call (as during a long flush): the server's thread waits for it
     # without the interpreter lock, and `exists` / `opened` (asked by every /health) do not wait at all
     store.upsert("chunks", _points(10))
-    child = _pid_of_child(store)
+    child = store.child_pid
     os.kill(child, signal.SIGSTOP)
     counted: list[int] = []
     caller = threading.Thread(target=lambda: counted.append(store.count("chunks")))
@@ -95,12 +91,16 @@ def test_what_health_asks_is_answered_while_the_engine_is_busy(store: EdgeProces
 
 def test_a_killed_child_is_reported_and_the_next_call_starts_a_new_one(store: EdgeProcessStore) -> None:
     store.upsert("chunks", _points(50))
-    old = _pid_of_child(store)
+    old = store.child_pid
+    rows = store.scroll("chunks", payload=False, page=10)
+    next(rows)
     os.kill(old, signal.SIGKILL)
     with pytest.raises(StoreError, match=r"the index process ended during `count` \(exit code -9\)"):
         store.count("chunks")
     assert store.count("chunks") == 50          # a new child, the same folder: what was written is there
-    assert _pid_of_child(store) != old
+    assert store.child_pid not in (old, None)
+    with pytest.raises(StoreError, match="the index process that ran this scroll ended"):
+        list(rows)
 
 
 def test_the_folder_is_held_by_the_server_and_freed_when_it_dies(tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_the_folder_is_held_by_the_server_and_freed_when_it_dies(tmp_path: Path)
         from mindnet.store.factory import open_folder
         store = open_folder({str(folder)!r}, "t", process=True)
         store.create(4)
-        print(store._process.pid, flush=True)
+        print(store.child_pid, flush=True)
         time.sleep(600)
     """)
     server = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -121,11 +121,7 @@ def test_the_folder_is_held_by_the_server_and_freed_when_it_dies(tmp_path: Path)
             open_folder(folder, "t")
         server.kill()
         server.wait(30)
-        for _ in range(600):                      # the child sees the pipe close and ends
-            if not Path(f"/proc/{child}").exists() or _zombie(child):
-                break
-            time.sleep(0.1)
-        assert not Path(f"/proc/{child}").exists() or _zombie(child)
+        assert _gone(child)                       # the child saw the pipe close and ended
     finally:
         server.kill()
     again = open_folder(folder, "t")              # nobody holds it any more
@@ -135,19 +131,26 @@ def test_the_folder_is_held_by_the_server_and_freed_when_it_dies(tmp_path: Path)
         again.close()
 
 
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except OSError:
-        return False
+def _gone(pid: int, wait: float = 60) -> bool:
+    """The process ended (no more, or a zombie its parent has not reaped yet), waited for up to `wait` s."""
+    end = time.monotonic() + wait
+    while True:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z"):
+                return True
+        except OSError:
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.1)
 
 
 def test_close_ends_the_child_and_releases_the_folder(tmp_path: Path) -> None:
     store = open_folder(tmp_path / "index", "t", process=True)
     store.create(DIM)
-    child = store._process
+    child = store.child_pid
     store.close()
-    assert not child.is_alive() and child.exitcode == 0
+    assert store.child_pid is None and _gone(child)
     with pytest.raises(StoreError, match="was closed"):
         store.count("chunks")
     again = open_folder(tmp_path / "index", "t")

@@ -68,6 +68,8 @@ class EdgeProcessStore(Store):
         self._claim = FolderClaim.take(self.folder, create=create)
         self._lock = threading.Lock()          # one call at a time on the pipe (a call is a send and its answer)
         self._opened: frozenset[str] = frozenset()
+        self._abandoned: list[int] = []        # scrolls a caller stopped early, forgotten with the next call
+        self._scroll_keys = count()            # unique over the children (one that died had its own scrolls)
         self._process: Any = None
         self._conn: Connection | None = None
         self._closed = False
@@ -98,6 +100,15 @@ class EdgeProcessStore(Store):
             reply = None        # it died before it could say why (its stderr has it)
         self._answer(reply)
 
+    def _ended(self) -> int | None:
+        """The exit code of a child that ended (it is let go: the next call starts another)."""
+        code = None
+        if self._process is not None:
+            self._process.join(1)
+            code = self._process.exitcode
+        self._stop_child()
+        return code
+
     def _stop_child(self) -> None:
         if self._process is not None and self._process.is_alive():
             self._process.terminate()
@@ -114,15 +125,12 @@ class EdgeProcessStore(Store):
                 log.warning("the index process ended; starting a new one for %s", self.folder)
                 self._start()
             assert self._conn is not None
+            abandoned, self._abandoned = self._abandoned, []
             try:
-                self._conn.send((method, args, kwargs))
+                self._conn.send((method, args, kwargs, abandoned))
                 reply = self._conn.recv()
             except (EOFError, OSError) as exc:
-                code = self._process.exitcode if self._process is not None else None
-                if self._process is not None:
-                    self._process.join(1)
-                    code = self._process.exitcode
-                self._stop_child()
+                code = self._ended()
                 raise StoreError(f"{self.folder}: the index process ended during `{method}` (exit code {code}); "
                                  f"the next request starts it again, and `mindnet check` tells whether the index "
                                  f"is whole") from exc
@@ -130,9 +138,8 @@ class EdgeProcessStore(Store):
 
     def _answer(self, reply: Any) -> Any:
         if reply is None:
-            code = self._process.exitcode if self._process is not None else None
-            self._stop_child()
-            raise StoreError(f"{self.folder}: the index process ended while it opened the folder (exit code {code})")
+            raise StoreError(f"{self.folder}: the index process ended while it opened the folder (exit code "
+                             f"{self._ended()})")
         status, value, opened = reply
         self._opened = opened
         if status == "err":
@@ -140,6 +147,11 @@ class EdgeProcessStore(Store):
         return value
 
     # ------------------------------------------------------------------ answered here
+
+    @property
+    def child_pid(self) -> int | None:
+        """The index process's id (None: none runs now)."""
+        return self._process.pid if self._process is not None else None
 
     def path(self, kind: str) -> Path:
         return self.folder / self._names[kind]
@@ -175,16 +187,17 @@ class EdgeProcessStore(Store):
     def scroll(self, kind: str, where: Where | None = None, *, payload: Fields = True, dense: bool = False,
                sparse: bool = False, page: int | None = None) -> Iterator[Record]:
         batch = page or SCROLL_BATCH
-        key = self._call("scroll_open", (kind, where), {"payload": payload, "dense": dense, "sparse": sparse,
-                                                         "page": page})
+        key = next(self._scroll_keys)
+        self._call("scroll_open", (key, kind, where), {"payload": payload, "dense": dense, "sparse": sparse,
+                                                       "page": page})
         done = False
         try:
             while not done:
                 records, done = self._call("scroll_next", (key, batch), {})
                 yield from records
         finally:
-            if not done and not self._closed and self._conn is not None:
-                self._call("scroll_close", (key,), {})     # a caller that stopped early
+            if not done:        # a caller that stopped early: the child forgets it with the next call (a call
+                self._abandoned.append(key)   # here could come from the garbage collector inside `_call`)
 
     def close(self) -> None:
         with self._lock:
@@ -193,7 +206,7 @@ class EdgeProcessStore(Store):
             self._closed = True
             try:
                 if self._conn is not None and self._process is not None and self._process.is_alive():
-                    self._conn.send(("close", (), {}))
+                    self._conn.send(("close", (), {}, []))
                     if self._conn.poll(CLOSE_TIMEOUT):
                         status, value, _ = self._conn.recv()
                         if status == "err":
@@ -244,19 +257,20 @@ def _child(conn: Connection, folder: str, prefix: str, options: dict[str, Any]) 
         return
     conn.send(("ok", None, opened()))
     scrolls: dict[int, Iterator[Record]] = {}
-    keys = count()
     try:
         while True:
             try:
-                method, args, kwargs = conn.recv()
+                method, args, kwargs, abandoned = conn.recv()
             except EOFError:
                 return          # the server ended (killed): close the shards below
+            for key in abandoned:
+                scrolls.pop(key, None)
             try:
                 if method == "close":
                     store.close()
                     conn.send(("ok", None, frozenset()))
                     return
-                result = _run(store, scrolls, keys, method, args, kwargs)
+                result = _run(store, scrolls, method, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - said to the server, which raises it
                 conn.send(("err", _portable(exc), opened()))
             else:
@@ -265,22 +279,20 @@ def _child(conn: Connection, folder: str, prefix: str, options: dict[str, Any]) 
         store.close()
 
 
-def _run(store: Any, scrolls: dict[int, Iterator[Record]], keys: Iterator[int], method: str, args: tuple,
-         kwargs: dict) -> Any:
+def _run(store: Any, scrolls: dict[int, Iterator[Record]], method: str, args: tuple, kwargs: dict) -> Any:
     if method == "scroll_open":
-        key = next(keys)
-        scrolls[key] = store.scroll(*args, **kwargs)
-        return key
+        key, *rest = args
+        scrolls[key] = store.scroll(*rest, **kwargs)
+        return None
     if method == "scroll_next":
         key, batch = args
+        if key not in scrolls:
+            raise StoreError("the index process that ran this scroll ended; ask again")
         records = list(islice(scrolls[key], batch))
         done = len(records) < batch
         if done:
             del scrolls[key]
         return records, done
-    if method == "scroll_close":
-        scrolls.pop(args[0], None)
-        return None
     if method not in FORWARDED:
         raise StoreError(f"the index process has no call `{method}`")
     return getattr(store, method)(*args, **kwargs)
