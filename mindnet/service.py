@@ -126,8 +126,8 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
 
     @property
     def opening(self) -> bool:
-        """The index is being opened right now (`mindnet serve` opens it in the background)."""
-        return not self.opened and (self._open_lock.locked() or self._warming)
+        """The index is being opened right now (`mindnet serve` opens it and its collections in the background)."""
+        return self._warming or (not self.opened and self._open_lock.locked())
 
     def check_free(self) -> None:
         """Raise StoreLockedError now when another mindnet process holds the embedded index folder (before a
@@ -256,8 +256,8 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
                     self._write_graph()
                     self._record_vault(vault)
                     if full:
-                        for key in ("index", "counts"):     # rebuilt: what was found damaged is gone
-                            self._problems.pop(key, None)
+                        for key in [k for k in self._problems if k == "index" or k.startswith("counts")]:
+                            self._problems.pop(key, None)     # rebuilt: what was found damaged is gone
             failed: set[str] = set()
             if worker is not None:       # what phase 1 handed over, embedded to the end
                 failed = importer.beside_issues(report, worker.finish())
