@@ -55,6 +55,25 @@ def test_writes_and_reads_go_through_the_child(store: EdgeProcessStore) -> None:
     assert store.write_token("abc") and store.read_token() == "abc"
 
 
+def test_big_calls_cross_in_pages_and_arrive_whole(store: EdgeProcessStore) -> None:
+    """Pickling a call keeps the server's interpreter lock: a big write or read goes in pages (edge_pages)."""
+    sent: list[tuple[str, int]] = []
+    call = store._call
+
+    def counting(method: str, args: tuple, kwargs: dict):
+        sent.append((method, len(args[1]) if method in ("upsert", "set_dense", "retrieve") else 0))
+        return call(method, args, kwargs)
+    store._call = counting                # this instance only: what crosses the pipe, call by call
+    points = _points(1_000)
+    store.upsert("chunks", points)
+    store.set_dense("chunks", {p.id: [0.5, 0.5, 0.5, 0.5] for p in points})
+    got = store.retrieve("chunks", [p.id for p in points], dense=True)
+    sizes = {m: [n for k, n in sent if k == m] for m in ("upsert", "set_dense", "retrieve")}
+    assert all(len(v) == 4 and max(v) <= 256 and sum(v) == 1_000 for v in sizes.values()), sizes
+    assert len(got) == 1_000 and {r.id for r in got} == {p.id for p in points}
+    assert all(list(r.dense) == [0.5, 0.5, 0.5, 0.5] for r in got)
+
+
 def test_errors_keep_their_class_and_fields(store: EdgeProcessStore, tmp_path: Path) -> None:
     with pytest.raises(DimensionMismatchError, match="8"):
         store.create(8)

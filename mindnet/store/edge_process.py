@@ -23,7 +23,7 @@ import multiprocessing
 import signal
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import count, islice
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -32,17 +32,21 @@ from typing import Any
 from mindnet import errors
 from mindnet.errors import MindnetError, StoreError
 from mindnet.store.collections import names
-from mindnet.store.engine import KINDS, Fields, Record, Store, Where
+from mindnet.store.edge_pages import PAGE_BYTES, SCROLL_PAGE, bytes_of, pages, size_of
+from mindnet.store.engine import KINDS, Fields, Point, Record, Store, Where
 from mindnet.store.folder import FolderClaim
-from mindnet.store.space import DEFAULT_MIN_FREE_MB
+from mindnet.store.space import DEFAULT_MIN_FREE_MB, SpaceGuard
 
 log = logging.getLogger(__name__)
-SCROLL_BATCH = 1_000        # records per round trip of a scroll (one page of the engine's)
+# Pickling a call or its answer is one C call that keeps the interpreter lock: an upsert of a 2 MB note's chunks
+# stopped the server's event loop 116 ms (drill, hostile notes). So big calls go in pages, as to the engine.
+SCROLL_BATCH = SCROLL_PAGE  # records per round trip of a scroll
 START_TIMEOUT = 120.0       # seconds for the child to import its modules and open the folder (a busy machine)
 CLOSE_TIMEOUT = 30.0
 
 
-FORWARDED: set[str] = set()      # the calls the child answers (`_forwarded` adds them)
+# the calls the child answers: `_forwarded` adds its own, these three are sent in pages by the methods below
+FORWARDED: set[str] = {"upsert", "set_dense", "retrieve"}
 
 
 def _forwarded(name: str) -> Any:
@@ -65,6 +69,7 @@ class EdgeProcessStore(Store):
         self.prefix = prefix
         self._names = names(prefix)
         self._options = {"create": create, "min_free_mb": min_free_mb}
+        self._space = SpaceGuard(self.folder, min_free_mb)
         self._claim = FolderClaim.take(self.folder, create=create)
         self._lock = threading.Lock()          # one call at a time on the pipe (a call is a send and its answer)
         self._opened: frozenset[str] = frozenset()
@@ -167,13 +172,28 @@ class EdgeProcessStore(Store):
     create = _forwarded("create")
     dim = _forwarded("dim")
     drop = _forwarded("drop")
-    upsert = _forwarded("upsert")
-    set_dense = _forwarded("set_dense")
+    def upsert(self, kind: str, points: Sequence[Point]) -> None:
+        # the whole write is refused before any page of it is written, as by `EdgeStore.upsert`
+        self._space.check(need=size_of(points) if points else 0, what=f"write of {len(points)} {kind}")
+        for page in pages(points, max_bytes=PAGE_BYTES, size=bytes_of):
+            self._call("upsert", (kind, list(page)), {})
+
+    def set_dense(self, kind: str, vectors: dict[str, list[float]]) -> None:
+        items = list(vectors.items())
+        if items:
+            self._space.check(need=len(items) * len(items[0][1]) * 8, what=f"write of {len(items)} vectors")
+        for page in pages(items):
+            self._call("set_dense", (kind, dict(page)), {})
+
+    def retrieve(self, kind: str, ids: Sequence[str], *, payload: Fields = True, dense: bool = False,
+                 sparse: bool = False) -> list[Record]:
+        options = {"payload": payload, "dense": dense, "sparse": sparse}
+        return [r for page in pages(list(ids)) for r in self._call("retrieve", (kind, list(page)), options)]
+
     delete = _forwarded("delete")
     delete_where = _forwarded("delete_where")
     flush = _forwarded("flush")
     optimize = _forwarded("optimize")
-    retrieve = _forwarded("retrieve")
     count = _forwarded("count")
     search_dense = _forwarded("search_dense")
     search_sparse = _forwarded("search_sparse")
