@@ -43,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -226,35 +227,60 @@ class Latency:
                 "max_ms": round(v[-1], 1) if v else None}
 
 
+# The prober is a process of its own with nothing but the standard library: a thread in the drill would time
+# the drill's own garbage collections and client threads (20-30 ms pauses), not the server.
+PROBE_SCRIPT = r"""
+import gc, http.client, json, sys, time
+gc.disable()
+host, port, every, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+conn = None
+while True:
+    t0 = time.perf_counter()
+    try:
+        conn = conn or http.client.HTTPConnection(host, port, timeout=timeout)
+        conn.request("GET", "/health")
+        answer = conn.getresponse()
+        body = answer.read()
+        ms = 1000 * (time.perf_counter() - t0)
+        if answer.status != 200:
+            raise OSError(f"status {answer.status}")
+        print("ok", round(ms, 2), (json.loads(body).get("import") or {}).get("phase", "?"), flush=True)
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        conn = conn and conn.close()
+        what = f"{type(exc).__name__} {exc} after {time.perf_counter() - t0:.1f} s"
+        print("fail", " ".join(what.split()), flush=True)
+    time.sleep(every)
+"""
+
+
 class Prober:
-    """A context manager: GET /health every PROBE_EVERY s in a thread, latencies and failures into `sink`."""
+    """A context manager: GET /health every PROBE_EVERY s from a small process of its own; the latencies and
+    failures into `sink`, the import phase of the last answer in `last_phase`."""
 
     def __init__(self, url: str, sink: Latency) -> None:
-        self.url, self.sink, self.last = url, sink, {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="drill-prober", daemon=True)
+        self.url, self.sink, self.last_phase = url, sink, "?"
+        self._out = tempfile.TemporaryFile(mode="w+", encoding="utf-8")     # a pipe would fill and block it
+        self._proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Prober:
-        self._thread.start()
+        where = urllib.parse.urlsplit(self.url)
+        self._proc = subprocess.Popen([sys.executable, "-c", PROBE_SCRIPT, where.hostname or "127.0.0.1",
+                                       str(where.port), str(PROBE_EVERY), str(PROBE_TIMEOUT)], stdout=self._out)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=PROBE_TIMEOUT + 5)
-
-    def _run(self) -> None:
-        with httpx.Client(trust_env=False, timeout=PROBE_TIMEOUT) as client:
-            while not self._stop.is_set():
-                t0 = time.perf_counter()
-                try:
-                    r = client.get(f"{self.url}/health")
-                    if r.status_code != 200:
-                        raise httpx.HTTPStatusError(f"status {r.status_code}", request=r.request, response=r)
-                    self.sink.ms.append(1000 * (time.perf_counter() - t0))
-                    self.last = r.json()
-                except httpx.HTTPError as exc:
-                    self.sink.failures.append(f"{type(exc).__name__} {exc} after {time.perf_counter() - t0:.1f} s")
-                self._stop.wait(PROBE_EVERY)
+        assert self._proc is not None
+        self._proc.terminate()
+        self._proc.wait(timeout=30)
+        self._out.seek(0)
+        for line in self._out:
+            kind, _, rest = line.rstrip("\n").partition(" ")
+            if kind == "ok":
+                ms, _, self.last_phase = rest.partition(" ")
+                self.sink.ms.append(float(ms))
+            elif kind == "fail":
+                self.sink.failures.append(rest)
+        self._out.close()
 
 
 def serve_briefly(env: dict[str, str], cwd: Path, sink: Latency, *, ui: bool = False) -> tuple[list[str], dict]:
@@ -420,7 +446,7 @@ def kill_round(d: Drill, sink: Latency, r: int, work: Path, rng: random.Random, 
             time.sleep(delay)
         server.kill9()
     note = f"{mode}{f' ({what})' if what else ''}, killed {delay:.1f} s in, phase " \
-           f"{(probe.last.get('import') or {}).get('phase', '?')}{', draft acknowledged' * bool(acked)}"
+           f"{probe.last_phase}{', draft acknowledged' * bool(acked)}"
     with Server(env, work, f"serve-{r}-restart") as server, Prober(server.url, sink):
         problems = pre + server.wait_done()
     lost = [p for p, word in acked.items()

@@ -93,6 +93,7 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         self._importing = False
         self.live: LiveState | None = None     # set by `mindnet serve` / `mindnet watch` (mindnet.live)
         self.serving = False    # searches beside imports (API, MCP): no rewrite of the chunks (_index_for_size)
+        self.store_process = False   # `mindnet serve`: the embedded index in a child process (settings.index_process)
         self.last_counts: dict[str, int] = {}   # points per collection after the last complete import
         self._problems: dict[str, str] = {}    # what does not work now (the index cannot be opened, ...)
 
@@ -102,11 +103,11 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
 
     @cached_property
     def store(self) -> Store:
-        # `mindnet serve` opens it in a background thread while the live import or a search may ask too: the
-        # folder must be opened once (a second open of an embedded folder is refused)
+        # `mindnet serve` opens it in a background thread while an import or a search may ask too: opened once
         with self._open_lock:
             if "store" not in self.__dict__:
-                self.__dict__["store"] = self._store or open_store(self.settings, create=not self.read_only)
+                self.__dict__["store"] = self._store or open_store(self.settings, create=not self.read_only,
+                                                                     process=self.store_process)
             return self.__dict__["store"]
 
     @property
@@ -125,8 +126,8 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
 
     @property
     def opening(self) -> bool:
-        """The index is being opened right now (`mindnet serve` opens it in the background)."""
-        return not self.opened and (self._open_lock.locked() or self._warming)
+        """The index is being opened right now (`mindnet serve` opens it and its collections in the background)."""
+        return self._warming or (not self.opened and self._open_lock.locked())
 
     def check_free(self) -> None:
         """Raise StoreLockedError now when another mindnet process holds the embedded index folder (before a
@@ -225,8 +226,7 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
         embedder = self.embedder
         calls0, texts0, backend0 = embedder.calls, embedder.embedded, embedder.seconds
         self._wanted.set()
-        # phase 2 begins beside phase 1 (a worker embeds the notes already written), unless a server's vector
-        # worker is embedding already: it picks the new chunks up
+        # phase 2 begins beside phase 1 (embedding the notes written), unless a server's vector worker runs
         beside = embed and self.importer.overlap and self.vectors_lock.acquire(blocking=False)
         folder = self._local_folder()
         legacy = needs_rebuild(folder, self.settings.collection_prefix) if folder is not None else None
@@ -256,8 +256,8 @@ class Mindnet(SearchMixin, VaultMixin, HealthMixin, DraftsMixin):
                     self._write_graph()
                     self._record_vault(vault)
                     if full:
-                        for key in ("index", "counts"):     # rebuilt: what was found damaged is gone
-                            self._problems.pop(key, None)
+                        for key in [k for k in self._problems if k == "index" or k.startswith("counts")]:
+                            self._problems.pop(key, None)     # rebuilt: what was found damaged is gone
             failed: set[str] = set()
             if worker is not None:       # what phase 1 handed over, embedded to the end
                 failed = importer.beside_issues(report, worker.finish())

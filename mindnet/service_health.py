@@ -47,7 +47,7 @@ class HealthMixin:
         full disk (for /health and the chat's welcome)."""
         s = self.settings
         own = [s.cache_dir, Path(s.cache_dir).resolve().parent / "threads.sqlite", s.log_dir, s.qdrant_path]
-        found = list(self._problems.values()) + damage_reports(own)
+        found = list(dict.fromkeys(self._problems.values())) + damage_reports(own)    # one line per damage
         if "embedder" in self.__dict__ and self.embedder.cache.problem and \
                 self.embedder.cache.problem not in found:
             found.append(self.embedder.cache.problem)
@@ -67,24 +67,29 @@ class HealthMixin:
         return found
 
     def counts(self, *, wait: bool = True) -> dict[str, int]:
-        """Points per collection (0 for a missing one). Without `wait`, a busy index (a search or an import
-        step holds it) answers with the last counts instead of waiting for it."""
+        """Points per collection (0 for a missing one). Without `wait` (/health) it never waits and never opens a
+        collection that is opening, open elsewhere or found damaged: a busy index (a search or an import step
+        holds it) or a warming one answers with the last counts, and a damaged collection is left out (the
+        problems name it)."""
         if not wait and self.opening:       # serve opens the index in the background: do not wait for it
             return dict(self.last_counts)
-        if not self.index_lock.acquire(blocking=wait or not self.last_counts):
+        if not self.index_lock.acquire(blocking=wait):
             return dict(self.last_counts)
         try:
             store = self.store
-            # without `wait` (/health), a collection not open yet keeps its last count: opening one holds the
-            # interpreter lock ~0.1 s (`mindnet serve` opens them all while it warms up)
-            self.last_counts = {kind: (store.count(kind) if store.exists(kind) else 0)
-                                if wait or store.opened(kind) or kind not in self.last_counts
-                                else self.last_counts[kind] for kind in self.settings.collections}
-            self._problems.pop("counts", None)
-        except MindnetError as exc:
-            if wait:
-                raise
-            self._problems["counts"] = str(exc)      # /health answers, and says what is wrong
+            for kind in self.settings.collections:
+                failed = f"counts {kind}"
+                # opening a collection holds the interpreter lock ~0.1 s, and a damaged one fails each time
+                if not wait and not store.opened(kind) and (kind in self.last_counts or failed in self._problems):
+                    continue
+                try:
+                    self.last_counts[kind] = store.count(kind) if store.exists(kind) else 0
+                    self._problems.pop(failed, None)
+                except MindnetError as exc:
+                    self.last_counts.pop(kind, None)
+                    self._problems[failed] = str(exc)     # /health answers, and says what is wrong
+                    if wait:
+                        raise
         finally:
             self.index_lock.release()
         return dict(self.last_counts)

@@ -124,6 +124,10 @@ class Settings(BaseModel):
     # Qdrant Edge dies (SIGBUS) on a full disk: the embedded index's writes stop with a message before that
     min_free_mb: float = Field(256.0, ge=0, description="free space the embedded index's disk keeps (MB); "
                                "writes stop before it")
+    # Qdrant Edge's calls keep the interpreter lock while they run: in a child process they never stall the
+    # server's answers (mindnet.store.edge_process)
+    index_process: bool = Field(True, description="`mindnet serve` holds the embedded index in a child process "
+                                "(0: in its own, as the other commands do)")
     qdrant_api_key: str | None = Field(None, description="API key of the Qdrant server, if it wants one")
     # a Qdrant server's collections are created with these (distributed mode: shards spread the points over
     # the cluster's nodes, replicas keep copies); unset = Qdrant's defaults (1 and 1); the embedded index ignores them

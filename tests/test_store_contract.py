@@ -1,7 +1,8 @@
 """The import and retrieval contract on both engines, case by case.
 
-Every run imports the sample vault three ways and compares them:
+Every run imports the sample vault four ways and compares them:
 - `edge`: the embedded default, Qdrant Edge in a folder (the reference);
+- `edge-process`: the same folder format held by a child process (`EdgeProcessStore`, as `mindnet serve` does);
 - `client-api`: `ServerStore`, the code a Qdrant server is used through, over qdrant-client's in-memory mode
   (the same client API a server answers; this mode keeps no payload indexes and scores in Python);
 - `server`: `ServerStore` against a real Qdrant server when MINDNET_TEST_QDRANT_URL is set (e.g. `docker run -p
@@ -29,6 +30,7 @@ from mindnet.retrieval.retriever import MindnetRetriever
 from mindnet.service import Mindnet
 from mindnet.store.collections import CollectionLayout
 from mindnet.store.engine import KINDS
+from mindnet.store.factory import open_folder
 from mindnet.store.server import ServerStore
 
 SERVER_URL = os.environ.get("MINDNET_TEST_QDRANT_URL")
@@ -67,12 +69,15 @@ def edge(tmp_path_factory, ollama):
     app.close()
 
 
-@pytest.fixture(scope="module", params=["client-api", "server"])
+@pytest.fixture(scope="module", params=["edge-process", "client-api", "server"])
 def target(request, tmp_path_factory, ollama):
-    """The sample vault imported through `ServerStore`: over qdrant-client's in-memory mode, or a real server
-    (own collection prefix, two shards, dropped afterwards)."""
+    """The sample vault imported through `EdgeProcessStore` (Edge in a child process, as `mindnet serve` holds
+    it), or `ServerStore`: over qdrant-client's in-memory mode, or a real server (own collection prefix, two
+    shards, dropped afterwards)."""
     tmp = tmp_path_factory.mktemp(request.param)
-    if request.param == "server":
+    if request.param == "edge-process":
+        app = _import(tmp, ollama.url, store=lambda s: open_folder(s.qdrant_path, s.collection_prefix, process=True))
+    elif request.param == "server":
         if not SERVER_URL:
             pytest.skip("MINDNET_TEST_QDRANT_URL is not set: no Qdrant server to run the contract against")
         prefix = f"t{uuid.uuid4().hex[:10]}"
@@ -138,20 +143,6 @@ def test_unchanged_reimport_writes_nothing(target) -> None:
     _, app = target
     again = app.ingest()
     assert (again.new, again.changed, again.deleted, again.edges_rewritten, again.embedded_texts) == (0, 0, 0, 0, 0)
-
-
-def test_a_deleted_note_leaves_nothing_behind(target) -> None:
-    _, app = target
-    victim = app.settings.vault_root / "concepts" / "pagerank.md"
-    text = victim.read_text(encoding="utf-8")
-    victim.unlink()
-    try:
-        assert app.ingest().deleted == 1
-        left = [p for k in ("notes", "chunks") for p in payloads(app.store, k) if p.get("path") == victim.name]
-        assert left == [] and not check_index(app.store).broken
-    finally:
-        victim.write_text(text, encoding="utf-8")
-        app.ingest()
 
 
 # ------------------------------------------------------------------ retrieval
@@ -228,3 +219,22 @@ def test_shards_and_replicas_reach_the_server_collections(tmp_path, ollama, monk
     from mindnet.errors import ConfigError
     with pytest.raises(ConfigError, match="MINDNET_QDRANT_SHARD_NUMBER: Input should be greater than or equal to 1"):
         Settings.from_env({"MINDNET_QDRANT_SHARD_NUMBER": "0"})
+
+
+# ------------------------------------------------------------------ last: it changes the index
+
+
+# after a delete, Edge's BM25 statistics still count the deleted chunks until its shard is opened again
+# (qdrant#6739): the hits above are compared on indexes as imported
+def test_a_deleted_note_leaves_nothing_behind(target) -> None:
+    _, app = target
+    victim = app.settings.vault_root / "concepts" / "pagerank.md"
+    text = victim.read_text(encoding="utf-8")
+    victim.unlink()
+    try:
+        assert app.ingest().deleted == 1
+        left = [p for k in ("notes", "chunks") for p in payloads(app.store, k) if p.get("path") == victim.name]
+        assert left == [] and not check_index(app.store).broken
+    finally:
+        victim.write_text(text, encoding="utf-8")
+        app.ingest()

@@ -24,6 +24,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mindnet.service import Mindnet
     port = args.port or (8002 if args.dev else 8001)
     mindnet = Mindnet(_settings(args))
+    mindnet.store_process = mindnet.settings.index_process   # the engine's long calls never stall an answer
     mindnet.check_free()   # an index folder another process holds is reported before the server starts
     mindnet.check_vault()  # an index built from another vault: refused before anything imports into it
     from mindnet.store.folder import serving_at

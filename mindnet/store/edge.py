@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from mindnet.errors import DataWriteError, MindnetError, StoreError
+from mindnet.errors import DataWriteError, MindnetError, StoreError, StoreLockedError
 from mindnet.store.collections import CHECK_INDEXES, DENSE, SHARD_INDEXES, SPARSE, dimension_error, names, vector_names
 from mindnet.store.edge_convert import SHARED_FIELDS, edge_filter, hashable, payload_selector, to_point, to_record
 from mindnet.store.edge_layout import LAYOUT_KEY, SettleFailed, layout_name, settle_aside
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 # Edge needs some vector in a shard's config; notes and edges hold payload only, so theirs is an unused sparse one
 PAYLOAD_ONLY = "_payload_only"
 REBUILD = "`mindnet ingest --full` rebuilds it from the vault and the embedding cache"
+WAL_WAIT = 30.0         # seconds to wait for another process to close a shard (see EdgeStore._load)
 ASIDE_FROM = 1_000      # chunks written since the last settle from which `optimize` rewrites in a child process
 
 
@@ -52,11 +54,12 @@ class EdgeStore(Store):
     """The three collections of `prefix` as Edge shards in `folder` (claimed for this process while open)."""
 
     def __init__(self, folder: Path | str, prefix: str = "mindnet", *, create: bool = True,
-                 min_free_mb: float = DEFAULT_MIN_FREE_MB) -> None:
+                 min_free_mb: float = DEFAULT_MIN_FREE_MB, claim: bool = True) -> None:
         self.folder = Path(folder).expanduser()
         self.location = str(self.folder)
         self.prefix = prefix
-        self._claim = FolderClaim.take(self.folder, create=create)
+        # `claim=False`: the process that started this one holds the folder for it (`edge_process`)
+        self._claim = FolderClaim.take(self.folder, create=create) if claim else None
         self._meta = FolderMeta(self.folder)
         self._names = names(prefix)
         self._shards: dict[str, qe.EdgeShard] = {}
@@ -105,9 +108,26 @@ class EdgeStore(Store):
         self._space.check_open(path)
         self._files.before_open()
         with self._engine(kind):
-            shard = qe.EdgeShard.load(str(path), None)
+            shard = self._load(path)
         self._shards[kind] = shard
         return shard
+
+    def _load(self, path: Path) -> qe.EdgeShard:
+        """Open a shard. Another process may hold its write-ahead log for a moment: the index process of a
+        server that was killed finishes the call it was in, then closes the shards (`edge_process`)."""
+        waited = 0.0
+        while True:
+            try:
+                return qe.EdgeShard.load(str(path), None)
+            except Exception as exc:
+                if "WouldBlock" not in str(exc):
+                    raise
+                if waited >= WAL_WAIT:
+                    raise StoreLockedError(f"{path}: another process still has this collection open (after "
+                                           f"{WAL_WAIT:.0f} s); stop it (`fuser -v {path}/wal` names it), then "
+                                           f"try again") from exc
+            time.sleep(0.2)
+            waited += 0.2
 
     def create(self, dim: int) -> None:
         self._space.check(what="creation of the collections")
@@ -374,4 +394,5 @@ class EdgeStore(Store):
             self._files.closed()
         finally:
             self._shards.clear()
-            self._claim.release()
+            if self._claim is not None:
+                self._claim.release()

@@ -40,9 +40,10 @@ def _remove(shards: dict, claim: FolderClaim, folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def open_store(settings: Settings, *, create: bool = True) -> Store:
+def open_store(settings: Settings, *, create: bool = True, process: bool = False) -> Store:
     """The index the settings name. `create=False` (a read-only command) opens an existing embedded index only:
-    a missing folder is an error naming it, and nothing is written into the working folder."""
+    a missing folder is an error naming it, and nothing is written into the working folder. `process`: an
+    embedded index is held by a child process (`mindnet serve`: `edge_process`)."""
     if settings.qdrant_url:
         from mindnet.store.server import ServerStore  # qdrant-client costs ~3 s to import: only for a server
 
@@ -51,16 +52,21 @@ def open_store(settings: Settings, *, create: bool = True) -> Store:
     folder = Path(settings.qdrant_path).expanduser()
     if not create and str(folder) != MEMORY and not folder.is_dir():
         raise missing_index_error(folder.resolve(), Path(settings.vault_root).expanduser().resolve())
-    return open_folder(folder, settings.collection_prefix, create=create, min_free_mb=settings.min_free_mb)
+    return open_folder(folder, settings.collection_prefix, create=create, min_free_mb=settings.min_free_mb,
+                       process=process)
 
 
 def open_folder(folder: Path | str, prefix: str = "mindnet", *, create: bool = True,
-                min_free_mb: float = DEFAULT_MIN_FREE_MB) -> Store:
+                min_free_mb: float = DEFAULT_MIN_FREE_MB, process: bool = False) -> Store:
     if str(folder) == MEMORY:
         return TemporaryEdgeStore(prefix)
     folder = Path(folder).expanduser()
     if not create and not folder.is_dir():
         raise missing_index_error(folder.resolve())
+    if process:
+        from mindnet.store.edge_process import EdgeProcessStore
+
+        return EdgeProcessStore(folder, prefix, create=create, min_free_mb=min_free_mb)
     return EdgeStore(folder, prefix, create=create, min_free_mb=min_free_mb)
 
 
