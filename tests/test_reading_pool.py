@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from helpers_vault import copy_sample_vault, load_types
+from helpers_vault import TYPES_YAML, copy_sample_vault, load_types
 
 from mindnet.indexing import reading
 from mindnet.indexing.planning import plan_vault
@@ -69,3 +74,55 @@ def test_the_pool_is_used_only_for_a_large_vault_and_a_machine_with_two_cores(tm
     monkeypatch.setattr(reading, "workers", lambda: 2)
     _plan(vault, monkeypatch, pool_min=10)
     assert started == [1]
+
+
+# an import that reads in a pool, then is killed: it prints its workers' process ids and waits
+_KILLED_IMPORT = """
+import json, multiprocessing, sys, time
+from pathlib import Path
+from mindnet.settings import TypesConfig, load_yaml_model
+from mindnet.indexing import reading
+from mindnet.indexing.node_parser import MarkdownNoteParser
+
+if __name__ == "__main__":
+    root, types_yaml = Path(sys.argv[1]), Path(sys.argv[2])
+    types = load_yaml_model(types_yaml, TypesConfig)
+    reading.POOL_MIN_NOTES = 10
+    notes = reading.read_notes(root, sorted(root.glob("*.md")), types, MarkdownNoteParser.from_config(types))
+    next(notes)                                   # the pool runs and has handed back its first batch
+    print(json.dumps([p.pid for p in multiprocessing.active_children()]), flush=True)
+    time.sleep(600)                               # killed here, the rest of its results never read
+"""
+
+
+def test_workers_end_with_an_import_that_was_killed(tmp_path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(600):     # more results than fit in the pipes: some worker is sending when the import dies
+        (vault / f"n{i}.md").write_text(f"# Note {i}\\n\\n" + "Some words about [[n0]] and more. " * 40 + "\\n",
+                                        encoding="utf-8")
+    script = tmp_path / "killed_import.py"
+    script.write_text(_KILLED_IMPORT, encoding="utf-8")
+    child = subprocess.Popen([sys.executable, str(script), str(vault), str(TYPES_YAML)], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        workers = json.loads(child.stdout.readline())
+        assert workers, "the pool started no worker"
+    finally:
+        child.kill()
+        child.wait()
+    deadline = time.monotonic() + 60
+    while (alive := [pid for pid in workers if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert alive == [], f"workers of the killed import still running: {alive}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:    # a zombie has ended (its parent, the forkserver, reaps it when it ends too)
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return True

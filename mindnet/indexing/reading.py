@@ -6,14 +6,17 @@ the import hands the paths to a process pool in batches and takes the results ba
 report, the duplicate-id rule and the notes' order are those of reading them one by one. Workers start from a
 fresh interpreter ("forkserver": a server process has threads, and forking one is unsafe), which costs about
 two seconds, hence the threshold. A worker that dies (killed, out of memory) costs nothing: the main process
-reads what is left itself.
+reads what is left itself. A worker ends with the import that started it: killed (kill -9, out of memory)
+the import leaves no worker waiting forever to hand back a result nobody reads.
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -103,6 +106,17 @@ _worker: dict = {}
 
 def _start(root: str, types: TypesConfig, parser: MarkdownNoteParser) -> None:
     _worker.update(root=Path(root), types=types, parser=parser)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_end_with, args=(parent.sentinel,), name="mindnet-reader-parent", daemon=True).start()
+
+
+def _end_with(sentinel: int) -> None:
+    """End this worker when the import that started it ends without shutting the pool down (killed). The
+    worker holds both ends of the pool's pipes, so it never sees them close: it would wait forever for a task
+    or to hand back its result, and keep the forkserver alive with it."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)
 
 
 def _read_batch(paths: list[str]) -> list[Loaded]:
