@@ -76,6 +76,7 @@ class StateKeeper:
     _token: str | None
     _backlog: dict[str, PlannedNote]
     _summary_vectors: bool = False   # this run found nothing changed by the summary: every chunk has its vector
+    _vault: Path | None = None       # the vault of the last run (its files confirm entries read too soon)
     progress: ImportProgress
 
     def _trusted_state(self) -> IndexState | None:
@@ -154,6 +155,10 @@ class StateKeeper:
 
     def _save_with_summary(self, state: IndexState, token: str) -> None:
         assert self.manifest is not None
+        if self._vault is not None:
+            settled = state.confirm_settled(self._vault)
+            if settled:
+                log.info("%d notes read right after they were written: unchanged since, trusted from now on", settled)
         drop_summary(self.manifest)
         state.save(self.manifest, token)
         if self.local_folder is not None:   # only an embedded index is checked without opening it

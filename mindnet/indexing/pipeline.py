@@ -180,6 +180,7 @@ class Importer(StateKeeper, IndexWriter, EmbeddingPhase):
         unless `confirm_deletes(deleting, indexed)` says yes (MassDeleteError)."""
         started = time.perf_counter()
         self._confirm_deletes = confirm_deletes
+        self._vault = vault
         calls0, texts0, backend0 = self.embedder.calls, self.embedder.embedded, self.embedder.seconds
         self.progress.start()
         report = ImportReport(vault=str(vault))

@@ -16,6 +16,7 @@ import plans the whole vault once more, which writes a new manifest.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -130,6 +131,32 @@ class IndexState:
             kinds.update(e.kinds)
             unresolved += [(e.path, u) for u in e.unresolved]
         return chunks, kinds, unresolved
+
+    def confirm_settled(self, vault: Path) -> int:
+        """Entries read within RACY_NS of their file's last write cannot vouch for it (a later write in the same
+        mtime tick would hide): the next import reads those files again, and an unchanged one loads this whole
+        manifest instead of its summary (15 s against 1.5 s at 100,000 notes, after a vault written just before
+        its first import). Once that tick is long past, a file whose stat and bytes are still the ones indexed
+        can vouch: its entry is seen again now. A file changed since keeps its entry (the next run reads it).
+        Returns how many entries were confirmed."""
+        now = time.time_ns()        # before any file is read again, as a scan's `seen`
+        confirmed = 0
+        for e in self.entries.values():
+            if (e.size < 0 or e.seen_ns - e.mtime_ns > RACY_NS or now - e.mtime_ns <= RACY_NS
+                    or e.note_id in self.unwritten):
+                continue
+            path = vault / e.path
+            try:
+                info = path.stat()
+                if (info.st_size, info.st_mtime_ns) != (e.size, e.mtime_ns):
+                    continue
+                if hashlib.sha256(path.read_bytes()).hexdigest() != e.content_hash:
+                    continue
+            except OSError:
+                continue
+            e.seen_ns = now
+            confirmed += 1
+        return confirmed
 
     # ------------------------------------------------------------------ manifest
 
