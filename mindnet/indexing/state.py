@@ -169,15 +169,19 @@ class IndexState:
             entries = {nid: e for nid, e in entries.items() if nid not in self.unwritten}
             dirty = dirty | entries.keys()
             entries |= {nid: e for nid, e in self.unwritten.items() if e is not None}
-        data = {"version": MANIFEST_VERSION, "token": token, "config_key": self.config_key,
-                "dirty": sorted(dirty), "vectors_complete": self.vectors_complete, "fields": ENTRY_FIELDS,
-                "entries": [[getattr(e, f) for f in ENTRY_FIELDS] for e in entries.values()]}
-        text = json.dumps(data, separators=(",", ":"))     # rows, not dicts: 6,500 notes in ~0.1 s
+        head = {"version": MANIFEST_VERSION, "token": token, "config_key": self.config_key,
+                "dirty": sorted(dirty), "vectors_complete": self.vectors_complete, "fields": ENTRY_FIELDS}
         private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
+                # rows, not dicts (6,500 notes in ~0.1 s), written row by row: as one string the manifest and
+                # its rows took 0.53 GB more memory at the end of a 100,000-note import (268 MB on disk)
+                out.write(json.dumps(head, separators=(",", ":"))[:-1] + ',"entries":[')
+                for i, e in enumerate(entries.values()):
+                    out.write(("," if i else "") + json.dumps([getattr(e, f) for f in ENTRY_FIELDS],
+                                                               separators=(",", ":")))
+                out.write("]}")
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, path)   # a crash leaves the old manifest or the new one, never half of one
