@@ -29,6 +29,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mindnet.data_folder import private_dir
+from mindnet.errors import VaultError
+from mindnet.vault.note import read_regular_file_stat
 from mindnet.vault.scan import Issue
 
 log = logging.getLogger(__name__)
@@ -145,14 +147,12 @@ class IndexState:
             if (e.size < 0 or e.seen_ns - e.mtime_ns > RACY_NS or now - e.mtime_ns <= RACY_NS
                     or e.note_id in self.unwritten):
                 continue
-            path = vault / e.path
-            try:
-                info = path.stat()
-                if (info.st_size, info.st_mtime_ns) != (e.size, e.mtime_ns):
-                    continue
-                if hashlib.sha256(path.read_bytes()).hexdigest() != e.content_hash:
-                    continue
-            except OSError:
+            try:     # as an import reads a note: stat from the open handle, no FIFO, no more than it indexed
+                raw, info = read_regular_file_stat(vault / e.path, e.path, e.size)
+            except (OSError, VaultError):
+                continue
+            if ((info.st_size, info.st_mtime_ns) != (e.size, e.mtime_ns)
+                    or hashlib.sha256(raw).hexdigest() != e.content_hash):
                 continue
             e.seen_ns = now
             confirmed += 1
