@@ -10,12 +10,14 @@ import os
 import shutil
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from helpers_vault import write_types, write_vault
 from test_incremental_plan import BASE, Reference, _assert_same_as_full, _edit, _stamp, _stored
 
 from mindnet.indexing import planning, summary
+from mindnet.indexing import state as state_module
 from mindnet.indexing.report import ImportReport
 from mindnet.indexing.state import IndexState
 
@@ -119,23 +121,28 @@ def test_an_edit_within_the_mtime_tick_of_the_last_read_is_found(tmp_path, make_
     assert (report.planned, report.changed) == ("changes", 1)
 
 
+AHEAD_NS = 30 * 10**9
+
+
 def _written_just_before(vault: Path) -> None:
-    """Every file last written a second before the import reads it: within the mtime tick (RACY_NS)."""
-    recent = time.time_ns() - 10**9
+    """Every file's mtime in the tick the import reads it in, however slow the machine (30 s ahead)."""
+    soon = time.time_ns() + AHEAD_NS
     for path in vault.rglob("*.md"):
-        os.utime(path, ns=(recent, recent))
+        os.utime(path, ns=(soon, soon))
 
 
-def _outlasting_the_tick(first=lambda: None):
-    """A progress callback (phase 1, after its first write step) that runs `first`, then makes the import last
-    past the files' mtime tick, as a large import does."""
+def _outlasting_the_tick(monkeypatch, first=lambda: None):
+    """A progress callback (phase 1, after its first write step) that runs `first`, then moves the clock the
+    manifest write confirms entries by past the files' mtime tick, as a large import's own time does (no
+    waiting on the machine's clock)."""
     calls: list[int] = []
 
     def progress(*_: object) -> None:
         if not calls:
             calls.append(1)
             first()
-            time.sleep(2.5)
+            later = time.time_ns() + AHEAD_NS + 5 * 10**9
+            monkeypatch.setattr(state_module, "time", SimpleNamespace(time_ns=lambda: later))
     return progress
 
 
@@ -145,14 +152,14 @@ def test_notes_read_right_after_they_were_written_are_trusted_once_their_tick_is
     its file), so the next unchanged import loaded the whole manifest (18 s against 1.5 s at 100,000 notes)."""
     vault = write_vault(tmp_path / "vault", BASE)
     _written_just_before(vault)
-    notes = make_app().ingest(progress=_outlasting_the_tick()).notes
+    notes = make_app().ingest(progress=_outlasting_the_tick(monkeypatch)).notes
     assert _summary_file(tmp_path).is_file()
     with monkeypatch.context() as m:
         _no_manifest_load(m)
         assert make_app().ingest().unchanged == notes
 
 
-def test_a_note_rewritten_within_its_tick_after_it_was_read_is_not_trusted(tmp_path, make_app):
+def test_a_note_rewritten_within_its_tick_after_it_was_read_is_not_trusted(tmp_path, make_app, monkeypatch):
     """The same, but one file is rewritten (same size, mtime restored) after the import read it: the bytes no
     longer match what was indexed, so its entry cannot vouch for it and the next import reads it again."""
     vault = write_vault(tmp_path / "vault", BASE)
@@ -163,7 +170,7 @@ def test_a_note_rewritten_within_its_tick_after_it_was_read_is_not_trusted(tmp_p
         info = path.stat()
         path.write_text(BASE["concepts/birne.md"].replace("kein", "ein "), encoding="utf-8")
         os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
-    make_app().ingest(progress=_outlasting_the_tick(rewrite))
+    make_app().ingest(progress=_outlasting_the_tick(monkeypatch, rewrite))
     assert not _summary_file(tmp_path).exists()
     report = make_app().ingest()
     assert (report.planned, report.changed) == ("changes", 1)
