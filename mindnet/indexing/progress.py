@@ -3,7 +3,8 @@
 Phase 1 ("notes") writes notes, chunks and edges without a model; phase 2 ("embedding") adds the dense
 vectors. A server runs them side by side (a saved note goes through phase 1 while the embedding goes on), so
 each phase has its own flag; `phase` names the one that matters most to a reader. Texts/s is measured over the
-current embedding run; the ETA assumes that rate holds.
+current embedding run and the runs that follow it without a pause (a server's vector worker embeds what phase 1
+wrote in one run after another); the ETA assumes that rate holds.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+# a run of phase 2 that begins within this many seconds of the last one's end continues its rate: a server embeds
+# what phase 1 wrote run after run, and a new run whose first texts are still at the backend has counted none
+RATE_CONTINUES_S = 30.0
 
 
 @dataclass
@@ -27,7 +32,8 @@ class ImportProgress:
     texts_embedded: int = 0        # chunks in the index with their dense vector
     started_at: float = 0.0        # time.time() when the last phase 1 started
     embedding_started_at: float = 0.0
-    embedded_this_run: int = 0
+    embedded_this_run: int = 0     # texts embedded since embedding_started_at (over runs that continue)
+    embedding_ended_at: float = 0.0
     finished_at: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -48,11 +54,14 @@ class ImportProgress:
         with self._lock:
             self.embedding, self.ran = True, True
             self.texts_total, self.texts_embedded = total, embedded
-            self.embedding_started_at, self.embedded_this_run, self.finished_at = time.time(), 0, 0.0
+            now, self.finished_at = time.time(), 0.0
+            if not (self.embedded_this_run and now - self.embedding_ended_at <= RATE_CONTINUES_S):
+                self.embedding_started_at, self.embedded_this_run = now, 0
 
     def end_embedding(self) -> None:
         with self._lock:
             self.embedding = False
+            self.embedding_ended_at = time.time()
             if not self.writing:
                 self.finished_at = time.time()
 
