@@ -69,3 +69,53 @@ def test_a_graph_candidate_gets_its_note_s_ranking_fields() -> None:
     assert graph.brief_payload("n", "n#c01") == {"chunk_id": "n#c01", "note_id": "n", "title": "N",
                                                  "type": "concept", "path": "c/n.md", "tags": ["t"],
                                                  "retriever_weight": 1.2, "lang": "en"}
+
+
+def test_depth_one_reads_its_candidates_ranking_fields_from_the_link_graph_and_answers_the_same(
+        tmp_path, fake_ollama, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A depth-1 search takes its candidates' ranking fields from the link graph (the searches read ids and
+    scores only); the answers, scores and explanations are those of reading them from the chunks' payloads, and a
+    chunk the graph does not list is read from the engine."""
+    from helpers_vault import SAMPLE_QUERIES, copy_sample_vault, fake_settings
+
+    from mindnet.retrieval.query import QueryRequest
+    from mindnet.service import Mindnet
+    from mindnet.store.collections import BRIEF_FIELDS
+
+    copy_sample_vault(tmp_path / "vault")
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url))
+    try:
+        app.ingest()
+        queries = [q for q in SAMPLE_QUERIES if q.get("expand", {}).get("depth", 1) > 0 and q.get("mode") != "semantic"]
+        queries += [{**q, "expand": {"depth": 1}} for q in SAMPLE_QUERIES if q not in queries]
+        asked: list[str] = []
+        real = LinkGraph.brief_of
+
+        def counted(self: LinkGraph, point_id: str) -> dict | None:
+            asked.append(point_id)
+            return real(self, point_id)
+
+        def answers() -> list:
+            return [{k: v for k, v in app.query(QueryRequest(**q)).items() if k not in ("query_id", "trace")}
+                    for q in queries]
+        with monkeypatch.context() as m:
+            m.setattr(LinkGraph, "brief_of", counted)
+            by_graph = answers()
+        assert asked                                    # the path taken
+        with monkeypatch.context() as m:                # every chunk unknown to the graph: read from the engine
+            reads: list[object] = []
+            store = app.searcher.store
+            retrieve = store.retrieve
+            m.setattr(LinkGraph, "brief_of", lambda self, point_id: None)
+            m.setattr(store, "retrieve", lambda kind, ids, **kw: reads.append(kw.get("payload")) or
+                      retrieve(kind, ids, **kw))
+            by_payload = answers()
+        assert BRIEF_FIELDS in reads
+        assert by_graph == by_payload
+        graph = app.searcher._link_graph()
+        some = next(iter(graph.notes.values()))["chunks"][0]
+        [record] = app.searcher.store.retrieve("chunks", [some[1]], payload=BRIEF_FIELDS)
+        assert graph.brief_of(some[1]) == record.payload
+        assert graph.brief_of("00000000-0000-0000-0000-000000000000") is None
+    finally:
+        app.close()

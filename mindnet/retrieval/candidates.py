@@ -6,7 +6,7 @@ Every search is the engine's (`Store`); nothing here ranks: `fusion.py` turns th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ import numpy as np
 from mindnet.indexing.sparse import SparseBatch
 from mindnet.retrieval.graph import LinkGraph, Subgraph
 from mindnet.store.collections import BRIEF_FIELDS, WITHOUT_DENSE
-from mindnet.store.engine import Record, SearchParams, Sparse, Store, Where
+from mindnet.store.engine import Fields, Record, SearchParams, Sparse, Store, Where
 
 
 @dataclass
@@ -43,10 +43,33 @@ class Pool:
     """The candidates of one search by point id, in the order they were found (the first search to find a chunk
     keeps it), with the sparse queries that were run and each one's best BM25 score."""
 
-    def __init__(self) -> None:
+    def __init__(self, brief: Callable[[str], dict | None] | None = None) -> None:
         self.cands: dict[str, Candidate] = {}
         self.sparse_queries: list[Sparse] = []
         self.lexical_max: list[float] = []
+        # a chunk's ranking fields by point id (the link graph's `brief_of`): the searches then read no payload,
+        # whose conversion from the engine cost more than a depth-1 query's sparse search (~2 ms per 50 hits)
+        self.brief = brief
+        self.fields: Fields = False if brief is not None else BRIEF_FIELDS
+
+    def briefed(self, store: Store, records: list[Record]) -> list[Record]:
+        """`records` with their ranking fields from `brief`; those it does not know (written after the link graph
+        was built) read from the engine, in one call."""
+        if self.brief is None:
+            return records
+        unknown = []
+        for r in records:
+            if r.id not in self.cands:
+                found = self.brief(r.id)
+                if found is None:
+                    unknown.append(r.id)
+                else:
+                    r.payload = found
+        if unknown:
+            read = {x.id: x.payload for x in store.retrieve("chunks", unknown, payload=BRIEF_FIELDS)}
+            for r in records:
+                r.payload = read.get(r.id, r.payload)
+        return records
 
     def add(self, records: list[Record], dense_scores: bool = False) -> None:
         """`dense_scores`: the records come from a dense search, so a record's score is its cosine."""
@@ -66,8 +89,8 @@ class Pool:
         # (and for hits found by the sparse search or the graph, whose cosine is computed here)
         need_vectors = len(dense_vecs) > 1
         for vec in dense_vecs:
-            self.add(store.search_dense(vec, limit, flt, payload=BRIEF_FIELDS, dense=need_vectors,
-                                        params=params), dense_scores=True)
+            self.add(self.briefed(store, store.search_dense(vec, limit, flt, payload=self.fields, dense=need_vectors,
+                                                            params=params)), dense_scores=True)
 
     def search_sparse(self, store: Store, encoded: SparseBatch, limit: int,
                       flt: Where | None) -> None:
@@ -77,7 +100,7 @@ class Pool:
             if not idx:
                 continue
             sv = Sparse(idx, val)
-            hits = store.search_sparse(sv, limit, flt, payload=BRIEF_FIELDS, dense=True)
+            hits = self.briefed(store, store.search_sparse(sv, limit, flt, payload=self.fields, dense=True))
             self.add(hits)
             self.sparse_queries.append(sv)
             self.lexical_max.append(max((h.score for h in hits), default=0.0))

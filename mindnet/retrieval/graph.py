@@ -364,12 +364,21 @@ class LinkGraph:
     stats: GraphStats
     titles: dict[str, str]
     notes: dict[str, dict] = field(default_factory=dict)      # note id -> its meta (graph_file.note_meta)
+    _chunk_at: dict[str, tuple[str, str]] | None = field(default=None, repr=False)   # point id -> (note, chunk)
 
     @classmethod
     def from_data(cls, data: GraphData, hub_degree: float = 10.0, chance: float = 0.0) -> LinkGraph:
         notes = dict(zip(data.note_ids, data.note_meta, strict=True))
         return cls(EdgeIndex.from_data(data), GraphStats.from_data(data, hub_degree, chance),
                    dict(zip(data.note_ids, data.titles, strict=True)), notes)
+
+    def brief_of(self, point_id: str) -> dict | None:
+        """`brief_payload` of a chunk by its point id; None for a chunk the graph does not list (written after
+        it was built). The lookup is built at the first call (~75,000 chunks at 30,000 notes: tens of ms)."""
+        if self._chunk_at is None:
+            self._chunk_at = {pid: (nid, cid) for nid, meta in self.notes.items() for cid, pid in meta["chunks"]}
+        at = self._chunk_at.get(point_id)
+        return self.brief_payload(*at) if at is not None else None
 
     def brief_payload(self, note_id: str, chunk_id: str) -> dict:
         """A chunk's ranking fields (what `collections.BRIEF_FIELDS` reads from its payload): its note's."""

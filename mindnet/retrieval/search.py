@@ -233,7 +233,8 @@ class GraphSearch:
         t0 = time.perf_counter()
         flt = self._filter(q)
         pool = max(q.top_k * 3, 30)
-        found = Pool()
+        # with the graph at hand, the candidates' ranking fields come from it, not from their payloads
+        found = Pool(self._link_graph().brief_of if q.mode == "hybrid" and q.depth > 0 else None)
         dense_limit = pool if q.mode == "semantic" else max(pool, self.config.hybrid.dense_prefetch)
         found.search_dense(self.store, dense_vecs, dense_limit, flt, self._dense_params())
         trace["dense_ms"] = round(1000 * (time.perf_counter() - t0), 1)
