@@ -24,6 +24,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from mindnet.errors import DataWriteError, MindnetError, StoreError, StoreLockedError
+from mindnet.store import edge_convert as convert
 from mindnet.store.collections import CHECK_INDEXES, DENSE, SHARD_INDEXES, SPARSE, dimension_error, names, vector_names
 from mindnet.store.edge_convert import SHARED_FIELDS, edge_filter, hashable, payload_selector, to_point, to_record
 from mindnet.store.edge_layout import LAYOUT_KEY, SettleFailed, layout_name, settle_aside
@@ -333,8 +334,7 @@ class EdgeStore(Store):
             shard = self._shard(kind)
             if key not in shard.info().payload_schema:
                 return None         # without a payload index the engine reads every payload
-            limit = shard.count(qe.CountRequest(exact=True)) + 1     # every value
-            return {h.value: h.count for h in shard.facet(qe.FacetRequest(key, limit=limit, exact=True)).hits}
+            return convert.facet_counts(shard, key, shard.count(qe.CountRequest(exact=True)) + 1)
 
     def search_dense(self, vector: Sequence[float], limit: int, where: Where | None = None, *,
                      payload: Fields = False, dense: bool = False, params: SearchParams | None = None

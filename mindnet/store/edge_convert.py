@@ -11,7 +11,8 @@ import qdrant_edge as qe
 from mindnet.store.collections import DENSE, SPARSE
 from mindnet.store.engine import Fields, Point, Record, Sparse, Where
 
-__all__ = ["SHARED_FIELDS", "edge_filter", "field_condition", "hashable", "payload_selector", "to_point", "to_record"]
+__all__ = ["SHARED_FIELDS", "edge_filter", "facet_counts", "field_condition", "hashable", "payload_selector",
+           "to_point", "to_record"]
 
 
 def edge_filter(where: Where | None) -> qe.Filter | None:
@@ -33,6 +34,18 @@ def field_condition(key: str, values: tuple[Any, ...]) -> qe.FieldCondition:
         # qdrant-edge-py 0.9 hands a boolean match value to the engine as the integer 1, which matches nothing
         raise ValueError(f"filter on {key!r}: boolean values do not match on Qdrant Edge 0.9; filter by a keyword")
     return qe.FieldCondition(key=key, match=qe.MatchAny(list(values)))
+
+
+def facet_counts(shard: qe.EdgeShard, key: str, limit: int) -> dict[Any, int]:
+    """How many points hold each value of the indexed field `key` (at most `limit` values). The payload index's
+    own counts (exact=False) take a tenth of the time of a filtered count per value (30,000 notes: 0.15 against
+    2.5 s for the chunk ids); they follow deletes and updates (measured), and they must add up to the points
+    holding the field (one value each), else every value is counted exactly."""
+    counts = {h.value: h.count for h in shard.facet(qe.FacetRequest(key, limit=limit, exact=False)).hits}
+    holding = shard.count(qe.CountRequest(filter=edge_filter(Where(present=(key,))), exact=True))
+    if sum(counts.values()) == holding:
+        return counts
+    return {h.value: h.count for h in shard.facet(qe.FacetRequest(key, limit=limit, exact=True)).hits}
 
 
 def payload_selector(payload: Fields) -> bool | list[str]:
