@@ -364,7 +364,7 @@ class LinkGraph:
     stats: GraphStats
     titles: dict[str, str]
     notes: dict[str, dict] = field(default_factory=dict)      # note id -> its meta (graph_file.note_meta)
-    _chunk_at: dict[str, tuple[str, str]] | None = field(default=None, repr=False)   # point id -> (note, chunk)
+    _chunk_at: dict[str, tuple[str, str]] = field(init=False, repr=False)      # point id -> (note, chunk)
 
     @classmethod
     def from_data(cls, data: GraphData, hub_degree: float = 10.0, chance: float = 0.0) -> LinkGraph:
@@ -372,11 +372,14 @@ class LinkGraph:
         return cls(EdgeIndex.from_data(data), GraphStats.from_data(data, hub_degree, chance),
                    dict(zip(data.note_ids, data.titles, strict=True)), notes)
 
+    def __post_init__(self) -> None:
+        # built with the graph, so that it is frozen with it (GraphSearch._link_graph): ~75,000 chunks at 30,000
+        # notes, tens of ms; the full collections a query's allocations start then do not walk it
+        self._chunk_at = {pid: (nid, cid) for nid, meta in self.notes.items() for cid, pid in meta["chunks"]}
+
     def brief_of(self, point_id: str) -> dict | None:
         """`brief_payload` of a chunk by its point id; None for a chunk the graph does not list (written after
-        it was built). The lookup is built at the first call (~75,000 chunks at 30,000 notes: tens of ms)."""
-        if self._chunk_at is None:
-            self._chunk_at = {pid: (nid, cid) for nid, meta in self.notes.items() for cid, pid in meta["chunks"]}
+        it was built)."""
         at = self._chunk_at.get(point_id)
         return self.brief_payload(*at) if at is not None else None
 
