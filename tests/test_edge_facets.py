@@ -5,15 +5,17 @@ its payload index's own counts (a tenth of the time) or counted every value exac
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 import qdrant_edge as qe
+from test_edge_pages import store
 
 from mindnet.store.collections import point_id
 from mindnet.store.edge import EdgeStore
 from mindnet.store.engine import Point
+
+__all__ = ["store"]     # test_edge_pages's fixture: an EdgeStore in a temp folder, 4-d
 
 
 def chunk(i: int, note: str, tags: list[str]) -> Point:
@@ -27,14 +29,6 @@ def by_payload(store: EdgeStore, key: str) -> dict[Any, int]:
         value = r.payload.get(key)
         counts.update(value if isinstance(value, list) else [] if value is None else [value])
     return dict(counts)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> EdgeStore:
-    s = EdgeStore(tmp_path / "index", "t")
-    s.create(4)
-    yield s
-    s.close()
 
 
 @pytest.fixture
