@@ -1,4 +1,5 @@
-"""Converting between mindnet's store types (`Point`, `Record`, `Where`) and Qdrant Edge's, for `EdgeStore`."""
+"""Converting between mindnet's store types (`Point`, `Record`, `Where`) and Qdrant Edge's, for `EdgeStore`; and
+the facet counts `mindnet check` vouches with, read from the payload indexes (`facet_counts`)."""
 
 from __future__ import annotations
 
