@@ -245,7 +245,7 @@ class GraphSearch:
                                 self.config.hybrid.sparse_prefetch, flt)
             trace["sparse_ms"] = round(1000 * (time.perf_counter() - t1), 1)
 
-        found.cosines(dense_vecs)
+        found.cosines(self.store, dense_vecs)
         cands = found.cands
         alpha = self.config.hybrid.alpha
         lo, hi = dense_bounds(cands.values())
