@@ -165,22 +165,32 @@ def graph_candidates(store: Store, graph: LinkGraph, subgraph: Subgraph, cands: 
     new_notes = list(subgraph.notes - have)
     if len(new_notes) > max_nodes:      # past the cap, the notes most central to the hits come first
         new_notes = sorted(new_notes, key=lambda n: (-subgraph.centrality_bonus(n), n))[:max_nodes]
-    chunk_of = {pid: (n, cid) for n in new_notes for cid, pid in graph.notes.get(n, {}).get("chunks", ())}
-    if not chunk_of:
+    chunks = sum(len(graph.notes.get(n, {}).get("chunks", ())) for n in new_notes)
+    if not chunks:
         return []
     # the notes' chunks by their note ids, a keyword index: a filter of ~550 point ids took the engine's binding
-    # ~1 ms to build, this one 0.1 ms. The link graph is current (patched after every write step), so the two
-    # select the same chunks; the room in `limit` and the `chunk_of` checks keep a chunk the graph does not list
-    # from taking a listed one's place
-    where = Where.fields(note_id=sorted({n for n, _ in chunk_of.values()})).and_(flt)
-    limit = 2 * len(chunk_of)
+    # ~1 ms to build, this one 0.1 ms. The link graph is current (patched after every write step), so it lists
+    # the chunks the filter selects; the room in `limit` and the check of each hit's note keep a chunk it does not
+    # list from taking a listed one's place
+    wanted = set(new_notes)
+    where = Where.fields(note_id=sorted(wanted)).and_(flt)
+    limit = 2 * chunks
+    chunk_of: dict[str, tuple[str, str]] = {}     # the hits' (note, chunk) by point id
+
+    def listed(pid: str) -> bool:
+        at = graph.locate(pid)
+        if at is None or at[0] not in wanted:
+            return False
+        chunk_of[pid] = at
+        return True
+
     dense: dict[str, float] = {}
     for vec in dense_vecs:
         for r in store.search_dense(vec, limit, where, params=params):
-            if r.id in chunk_of:
+            if listed(r.id):
                 dense[r.id] = max(dense.get(r.id, -1.0), float(r.score))
-    unembedded = [r.id for r in store.scroll("chunks", where.and_(WITHOUT_DENSE), payload=False)
-                  if r.id in chunk_of] if unembedded_chunks else []   # not embedded yet: keywords and links only
+    unembedded = [r.id for r in store.scroll("chunks", where.and_(WITHOUT_DENSE), payload=False) if listed(r.id)] \
+        if unembedded_chunks else []      # phase 2 has not embedded them yet: keywords and links only
     found = sorted({*dense, *unembedded})
     lexical = lexical_shares(store, limit, pool.sparse_queries, pool.lexical_max, where)
     best: dict[str, tuple[float, str]] = {}
