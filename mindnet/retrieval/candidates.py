@@ -17,6 +17,9 @@ from mindnet.retrieval.graph import LinkGraph, Subgraph
 from mindnet.store.collections import BRIEF_FIELDS, WITHOUT_DENSE
 from mindnet.store.engine import Fields, Record, SearchParams, Sparse, Store, Where
 
+# a dense search restricted to a few hundred chunks scores each of them: exact (HNSW with a filter may skip some)
+EXACT = SearchParams(exact=True)
+
 
 @dataclass
 class Candidate:
@@ -115,7 +118,7 @@ class Pool:
         where = Where(ids=todo)
         best: dict[str, float] = {}
         for vec in dense_vecs:
-            for r in store.search_dense(vec, len(todo), where, params=SearchParams(exact=True)):
+            for r in store.search_dense(vec, len(todo), where, params=EXACT):
                 best[r.id] = max(best.get(r.id, -1.0), float(r.score))
         for pid in todo:
             c = self.cands[pid]
@@ -155,7 +158,7 @@ def lexical_shares(store: Store, limit: int, sparse_queries: list[Sparse], lexic
 
 def graph_candidates(store: Store, graph: LinkGraph, subgraph: Subgraph, cands: dict[str, Candidate],
                      flt: Where | None, dense_vecs: list[np.ndarray], pool: Pool, *, max_nodes: int,
-                     params: SearchParams, unembedded_chunks: bool) -> list[Candidate]:
+                     unembedded_chunks: bool) -> list[Candidate]:
     """The best chunk of every note reached only through the graph, scored against the query. The engine
     scores every chunk of those notes (a dense search restricted to them per query vector; the chunks not
     embedded yet by a filtered read, when `unembedded_chunks`), returning ids and scores only: the graph knows
@@ -186,7 +189,7 @@ def graph_candidates(store: Store, graph: LinkGraph, subgraph: Subgraph, cands: 
 
     dense: dict[str, float] = {}
     for vec in dense_vecs:
-        for r in store.search_dense(vec, limit, where, params=params):
+        for r in store.search_dense(vec, limit, where, params=EXACT):
             if listed(r.id):
                 dense[r.id] = max(dense.get(r.id, -1.0), float(r.score))
     unembedded = [r.id for r in store.scroll("chunks", where.and_(WITHOUT_DENSE), payload=False) if listed(r.id)] \
