@@ -119,3 +119,45 @@ def test_depth_one_reads_its_candidates_ranking_fields_from_the_link_graph_and_a
         assert graph.brief_of("00000000-0000-0000-0000-000000000000") is None
     finally:
         app.close()
+
+
+@pytest.mark.parametrize("request_fields", [
+    {"query": "Qdrant Vektordatenbank", "expand": {"depth": 1}},                     # one dense query
+    {"query": "Reranker", "variants": ["Qdrant als Vektordatenbank"], "hyde": ["Ich nutze Qdrant."],
+     "expand": {"depth": 1}},                                                       # three: every cosine read
+    {"query": "reranker decision", "keywords": ["Chroma", "Obsidian"], "expand": {"depth": 0}},
+])
+def test_every_candidate_s_dense_score_is_its_best_cosine_with_the_query_vectors(
+        tmp_path, fake_ollama, monkeypatch: pytest.MonkeyPatch, request_fields: dict) -> None:
+    """Chunks found by keywords, by the graph or by one of several query vectors get their dense score from
+    restricted dense searches (not from their vectors read back): it is the best cosine of the chunk's stored
+    vector with any query vector, for every candidate the formula ranks."""
+    from helpers_vault import copy_sample_vault, fake_settings
+
+    import mindnet.retrieval.search as search_module
+    from mindnet.retrieval.candidates import unit
+    from mindnet.retrieval.query import QueryRequest
+    from mindnet.service import Mindnet
+
+    copy_sample_vault(tmp_path / "vault")
+    app = Mindnet(fake_settings(tmp_path, fake_ollama.url))
+    try:
+        app.ingest()
+        ranked: list = []
+        real = search_module.score_hits
+        monkeypatch.setattr(search_module, "score_hits", lambda q, cands, *a, **kw: ranked.extend(cands) or
+                            real(q, cands, *a, **kw))
+        request = QueryRequest(**request_fields, mode="hybrid", top_k=3)
+        searcher = app.searcher
+        searcher.search(request)
+        vectors = np.stack([unit(searcher.embed_query(t)) for t in request.texts() + request.hyde])
+        stored = {r.id: r.dense for r in searcher.store.scroll("chunks", payload=False, dense=True)}
+        assert 50 < len(ranked) < len(stored)     # more than the dense search's 50, fewer than all chunks
+        ways = {"graph" if c.via_graph else "keywords" if c.lexical > 0 else "dense" for c in ranked}
+        assert ways >= ({"dense", "keywords", "graph"} if len(vectors) == 1 and request.expand.depth else
+                        {"dense", "keywords"})
+        for c in ranked:
+            assert c.embedded
+            assert c.dense == pytest.approx(float(np.max(vectors @ unit(stored[c.point_id]))), abs=1e-5)
+    finally:
+        app.close()

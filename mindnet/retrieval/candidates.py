@@ -17,12 +17,15 @@ from mindnet.retrieval.graph import LinkGraph, Subgraph
 from mindnet.store.collections import BRIEF_FIELDS, WITHOUT_DENSE
 from mindnet.store.engine import Fields, Record, SearchParams, Sparse, Store, Where
 
+# a dense search restricted to a few hundred chunks scores each of them: exact (HNSW with a filter may skip some)
+EXACT = SearchParams(exact=True)
+
 
 @dataclass
 class Candidate:
     point_id: str
     payload: dict
-    vector: np.ndarray | None       # None when the search's own cosine was enough
+    vector: np.ndarray | None = None    # read only for several query vectors (`Pool.cosines`)
     dense: float = 0.0
     lexical: float = 0.0
     via_graph: bool = False
@@ -51,6 +54,8 @@ class Pool:
         # whose conversion from the engine cost more than a depth-1 query's sparse search (~2 ms per 50 hits)
         self.brief = brief
         self.fields: Fields = False if brief is not None else BRIEF_FIELDS
+        self.scored: set[str] = set()      # candidates whose dense score is final
+        self.vectors = False               # the searches read the hits' dense vectors (several query vectors)
 
     def briefed(self, store: Store, records: list[Record]) -> list[Record]:
         """`records` with their ranking fields from `brief`; those it does not know (written after the link graph
@@ -72,25 +77,26 @@ class Pool:
         return records
 
     def add(self, records: list[Record], dense_scores: bool = False) -> None:
-        """`dense_scores`: the records come from a dense search, so a record's score is its cosine."""
+        """`dense_scores`: the records come from the only dense search, so a record's score is its cosine."""
         for r in records:
             if r.id in self.cands or "chunk_id" not in r.payload:
                 continue   # (no payload: deleted since it was found)
             c = Candidate(r.id, r.payload, unit(r.dense) if r.dense is not None else None, brief=True)
-            if r.dense is None and dense_scores:
+            if dense_scores:
                 c.dense = float(r.score)
-            elif r.dense is None:
-                c.embedded = False   # found by keywords; its vector is not there yet
+                self.scored.add(r.id)
             self.cands[r.id] = c
 
     def search_dense(self, store: Store, dense_vecs: list[np.ndarray], limit: int, flt: Where | None,
                      params: SearchParams) -> None:
-        # with one dense query its own cosine is the dense score; vectors are fetched only for several queries
-        # (and for hits found by the sparse search or the graph, whose cosine is computed here)
-        need_vectors = len(dense_vecs) > 1
+        """With one dense query a hit's own score is its cosine. With several, every hit's vector is read (and
+        every BM25 hit's) and `cosines` scores it against each: a restricted search per query vector over all the
+        candidates cost more (20 query vectors, a note's chunks in Save & Analyze at 30,000 notes: 850-930 ms
+        against 635-655 ms this way)."""
+        self.vectors = len(dense_vecs) > 1
         for vec in dense_vecs:
-            self.add(self.briefed(store, store.search_dense(vec, limit, flt, payload=self.fields, dense=need_vectors,
-                                                            params=params)), dense_scores=True)
+            self.add(self.briefed(store, store.search_dense(vec, limit, flt, payload=self.fields, dense=self.vectors,
+                                                            params=params)), dense_scores=not self.vectors)
 
     def search_sparse(self, store: Store, encoded: SparseBatch, limit: int,
                       flt: Where | None) -> None:
@@ -100,18 +106,37 @@ class Pool:
             if not idx:
                 continue
             sv = Sparse(idx, val)
-            hits = self.briefed(store, store.search_sparse(sv, limit, flt, payload=self.fields, dense=True))
+            hits = self.briefed(store, store.search_sparse(sv, limit, flt, payload=self.fields, dense=self.vectors))
             self.add(hits)
             self.sparse_queries.append(sv)
             self.lexical_max.append(max((h.score for h in hits), default=0.0))
         lexical_scores(store, list(self.cands.values()), self.sparse_queries, self.lexical_max, flt)
 
-    def cosines(self, dense_vecs: list[np.ndarray]) -> None:
-        """The dense score of the candidates whose vector was read: the best cosine over the query vectors."""
+    def cosines(self, store: Store, dense_vecs: list[np.ndarray]) -> None:
+        """The dense score of the candidates no dense search scored: the best cosine over the query vectors, of
+        their vectors when read (several query vectors), else (BM25 hits of a single query vector) from one exact
+        dense search restricted to them (the engine's cosines: ~0.3 ms for 50 BM25 hits, reading their vectors
+        ~0.8 ms). A candidate without a vector has none yet (phase 2 of an import has not embedded it)."""
         matrix = np.stack(dense_vecs)
-        for c in self.cands.values():
+        todo = []
+        for pid, c in self.cands.items():
+            if pid in self.scored:
+                continue
             if c.vector is not None:
                 c.dense = float(np.max(matrix @ c.vector))
+            elif self.vectors:
+                c.embedded = False      # read with its vector: it has none
+            else:
+                todo.append(pid)
+        if todo:
+            best: dict[str, float] = {}
+            for vec in dense_vecs:
+                for r in store.search_dense(vec, len(todo), Where(ids=tuple(todo)), params=EXACT):
+                    best[r.id] = max(best.get(r.id, -1.0), float(r.score))
+            for pid in todo:
+                self.cands[pid].dense = best.get(pid, 0.0)
+                self.cands[pid].embedded = pid in best
+        self.scored.update(self.cands)
 
 
 def lexical_scores(store: Store, cands: list[Candidate], sparse_queries: list[Sparse], lexical_max: list[float],
@@ -121,22 +146,22 @@ def lexical_scores(store: Store, cands: list[Candidate], sparse_queries: list[Sp
     if not cands:
         return
     by_id = {c.point_id: c for c in cands}
-    for pid, share in lexical_shares(store, tuple(by_id), sparse_queries, lexical_max, flt).items():
+    shares = lexical_shares(store, len(by_id), sparse_queries, lexical_max, Where(ids=tuple(by_id)).and_(flt))
+    for pid, share in shares.items():
         by_id[pid].lexical = max(by_id[pid].lexical, share)
 
 
-def lexical_shares(store: Store, ids: tuple[str, ...], sparse_queries: list[Sparse], lexical_max: list[float],
-                   flt: Where | None) -> dict[str, float]:
-    """The best normalised BM25 (score / the query's best, at most 1) of each of `ids` over the sparse queries;
-    ids no query matches are left out."""
+def lexical_shares(store: Store, limit: int, sparse_queries: list[Sparse], lexical_max: list[float],
+                   where: Where) -> dict[str, float]:
+    """The best normalised BM25 (score / the query's best, at most 1) of the (at most `limit`) chunks `where`
+    selects, over the sparse queries; chunks no query matches are left out."""
     shares: dict[str, float] = {}
-    if not ids:
+    if not limit:
         return shares
-    restrict = Where(ids=ids).and_(flt)
     for sv, top in zip(sparse_queries, lexical_max, strict=True):
         if top <= 0:
             continue
-        for r in store.search_sparse(sv, len(ids), restrict):
+        for r in store.search_sparse(sv, limit, where):
             share = min(1.0, r.score / top)
             if share > shares.get(r.id, 0.0):
                 shares[r.id] = share
@@ -145,35 +170,51 @@ def lexical_shares(store: Store, ids: tuple[str, ...], sparse_queries: list[Spar
 
 def graph_candidates(store: Store, graph: LinkGraph, subgraph: Subgraph, cands: dict[str, Candidate],
                      flt: Where | None, dense_vecs: list[np.ndarray], pool: Pool, *, max_nodes: int,
-                     params: SearchParams, unembedded_chunks: bool) -> list[Candidate]:
+                     unembedded_chunks: bool) -> list[Candidate]:
     """The best chunk of every note reached only through the graph, scored against the query. The engine
     scores every chunk of those notes (a dense search restricted to them per query vector; the chunks not
     embedded yet by a filtered read, when `unembedded_chunks`), returning ids and scores only: the graph knows
     each chunk's note and ranking fields, so no payload is read until a hit is shown. The first of the highest
     dense + lexical per note is kept; only those become candidates."""
     have = {c.payload.get("note_id") for c in cands.values()}
-    # past the cap, the notes most central to the hits come first
-    new_notes = sorted(subgraph.notes - have, key=lambda n: (-subgraph.centrality_bonus(n), n))[:max_nodes]
-    chunk_of = {pid: (n, cid) for n in new_notes for cid, pid in graph.notes.get(n, {}).get("chunks", ())}
-    if not chunk_of:
+    new_notes = list(subgraph.notes - have)
+    if len(new_notes) > max_nodes:      # past the cap, the notes most central to the hits come first
+        new_notes = sorted(new_notes, key=lambda n: (-subgraph.centrality_bonus(n), n))[:max_nodes]
+    chunks = sum(len(graph.notes.get(n, {}).get("chunks", ())) for n in new_notes)
+    if not chunks:
         return []
-    ids = tuple(chunk_of)
-    where = Where(ids=ids).and_(flt)
+    # the notes' chunks by their note ids, a keyword index: a filter of ~550 point ids took the engine's binding
+    # ~1 ms to build, this one 0.1 ms. The link graph is current (patched after every write step), so it lists
+    # the chunks the filter selects; the room in `limit` and the check of each hit's note keep a chunk it does not
+    # list from taking a listed one's place
+    wanted = set(new_notes)
+    where = Where.fields(note_id=sorted(wanted)).and_(flt)
+    limit = 2 * chunks
+    chunk_of: dict[str, tuple[str, str]] = {}     # the hits' (note, chunk) by point id
+
+    def listed(pid: str) -> bool:
+        at = graph.locate(pid)
+        if at is None or at[0] not in wanted:
+            return False
+        chunk_of[pid] = at
+        return True
+
     dense: dict[str, float] = {}
     for vec in dense_vecs:
-        for r in store.search_dense(vec, len(ids), where, params=params):
-            dense[r.id] = max(dense.get(r.id, -1.0), float(r.score))
-    unembedded = [r.id for r in store.scroll("chunks", where.and_(WITHOUT_DENSE), payload=False)] \
+        for r in store.search_dense(vec, limit, where, params=EXACT):
+            if listed(r.id):
+                dense[r.id] = max(dense.get(r.id, -1.0), float(r.score))
+    unembedded = [r.id for r in store.scroll("chunks", where.and_(WITHOUT_DENSE), payload=False) if listed(r.id)] \
         if unembedded_chunks else []      # phase 2 has not embedded them yet: keywords and links only
     found = sorted({*dense, *unembedded})
-    lexical = lexical_shares(store, tuple(found), pool.sparse_queries, pool.lexical_max, None)
+    lexical = lexical_shares(store, limit, pool.sparse_queries, pool.lexical_max, where)
     best: dict[str, tuple[float, str]] = {}
     for pid in found:       # in point-id order: ties go to the same chunk on both engines
         nid = chunk_of[pid][0]
         score = dense.get(pid, 0.0) + lexical.get(pid, 0.0)
         if nid not in best or score > best[nid][0]:
             best[nid] = (score, pid)
-    return [Candidate(pid, graph.brief_payload(*chunk_of[pid]), None, dense=dense.get(pid, 0.0),
+    return [Candidate(pid, graph.brief_payload(*chunk_of[pid]), dense=dense.get(pid, 0.0),
                       lexical=lexical.get(pid, 0.0), via_graph=True, embedded=pid in dense, brief=True)
             for _, pid in best.values()]
 

@@ -148,9 +148,12 @@ class Subgraph:
         hit is full evidence (1.0); a link from a hub or into a hub counts less."""
         if note_id not in self.graph or not self.seeds:
             return 0.0
-        spec_in = self.stats.spec_in(note_id)
+        linkers = self.linkers(note_id)
+        if not linkers:         # nothing to count, nothing to subtract from (chance >= 0)
+            return 0.0
         into = self.sources(note_id)
-        total = sum(min(1.0, into[s]) * self.relevance(s) * self.stats.spec_out(s) for s in self.linkers(note_id))
+        total = sum(min(1.0, into[s]) * self.relevance(s) * self.stats.spec_out(s) for s in linkers)
+        spec_in = self.stats.spec_in(note_id)
         return min(1.0, max(0.0, total - self.stats.chance * self.expected_linkers(note_id)) * spec_in)
 
     @property
@@ -376,6 +379,10 @@ class LinkGraph:
         # built with the graph, so that it is frozen with it (GraphSearch._link_graph): ~75,000 chunks at 30,000
         # notes, tens of ms; the full collections a query's allocations start then do not walk it
         self._chunk_at = {pid: (nid, cid) for nid, meta in self.notes.items() for cid, pid in meta["chunks"]}
+
+    def locate(self, point_id: str) -> tuple[str, str] | None:
+        """(note id, chunk id) of a chunk by its point id; None for a chunk the graph does not list."""
+        return self._chunk_at.get(point_id)
 
     def brief_of(self, point_id: str) -> dict | None:
         """`brief_payload` of a chunk by its point id; None for a chunk the graph does not list (written after

@@ -15,8 +15,10 @@ from mindnet.retrieval.scoring import (
     EdgeRef,
     GraphEvidence,
     ScoreBreakdown,
+    Terms,
+    breakdown_of,
     capped,
-    compute_score,
+    compute_terms,
     explain,
 )
 from mindnet.settings import RetrieverConfig, ScoringWeights
@@ -39,7 +41,7 @@ def _edge_refs(edges: list[dict], direction: str, titles: dict[str, str], chunk:
     return refs
 
 
-def lift_ceilings(entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph | None, near_share: float = 1.0
+def lift_ceilings(entries: list[tuple[str, ScoreBreakdown | Terms]], subgraph: Subgraph | None, near_share: float = 1.0
                   ) -> list[tuple[float | None, str | None]]:
     """For each (note id, breakdown): the total it may not pass and the note that sets it, or (None, None).
 
@@ -86,18 +88,22 @@ class HitScorer:
     def from_config(cls, config: RetrieverConfig) -> HitScorer:
         return cls(weights=config.scoring, near_share=config.graph.near_share)
 
-    def breakdown(self, *, semantic: float, retriever_weight: float, note_id: str, subgraph: Subgraph | None,
-                  dense: float | None = None, lexical: float | None = None, type_intent: float = 1.0,
-                  other_language: bool = False) -> ScoreBreakdown:
-        """The formula for one hit (pure: no I/O), so a caller can rank many candidates cheaply."""
-        return compute_score(
+    def terms(self, *, semantic: float, retriever_weight: float, note_id: str, subgraph: Subgraph | None,
+              dense: float | None = None, lexical: float | None = None, type_intent: float = 1.0,
+              other_language: bool = False) -> Terms:
+        """The formula for one candidate as plain numbers (pure: no I/O), so a caller can rank many cheaply."""
+        return compute_terms(
             semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight,
             type_intent=type_intent, other_language=other_language,
             edge_bonus=subgraph.edge_bonus(note_id) if subgraph else 0.0,
             centrality_bonus=subgraph.centrality_bonus(note_id) if subgraph else 0.0, weights=self.weights)
 
-    def cap(self, entries: list[tuple[str, ScoreBreakdown]], subgraph: Subgraph | None
-            ) -> list[tuple[ScoreBreakdown, str | None]]:
+    def breakdown(self, **kwargs: Any) -> ScoreBreakdown:
+        """`terms` as a ScoreBreakdown (the keyword arguments of `terms`)."""
+        return breakdown_of(self.terms(**kwargs), self.weights)
+
+    def cap(self, entries: list[tuple[str, ScoreBreakdown | Terms]], subgraph: Subgraph | None
+            ) -> list[tuple[ScoreBreakdown | Terms, str | None]]:
         """Each breakdown with the lift cap applied, and the note that capped it (or None)."""
         return [(capped(b, ceiling, self.weights), by) if ceiling is not None and b.total > ceiling else (b, None)
                 for (_, b), (ceiling, by) in zip(entries, lift_ceilings(entries, subgraph, self.near_share),
@@ -117,10 +123,11 @@ class HitScorer:
             capped_below=(titles.get(capped_by) or capped_by) if capped_by else None,
             capped_below_links_here=not capped_by or subgraph.graph.has_edge(capped_by, note_id))
 
-    def result_metadata(self, meta: dict[str, Any], node_id: str, breakdown: ScoreBreakdown,
+    def result_metadata(self, meta: dict[str, Any], node_id: str, breakdown: ScoreBreakdown | Terms,
                         subgraph: Subgraph | None, titles: dict[str, str], capped_by: str | None = None,
                         asked_types: list[str] | None = None) -> dict[str, Any]:
         """`meta` (a chunk's metadata; `node_id` its node's id) with the breakdown and the explanation added."""
+        breakdown = breakdown_of(breakdown, self.weights)
         sem = meta.get(SEMANTIC_KEY) or {}
         note_id = meta.get("note_id") or note_of(meta.get("chunk_id", node_id))
         chunk = str(meta.get("chunk_id", node_id))

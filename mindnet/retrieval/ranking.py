@@ -5,8 +5,7 @@ chunks listed under it as `passages`. Plain data: `MindnetRetriever` wraps the h
 
 from __future__ import annotations
 
-from collections import ChainMap
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mindnet.retrieval.candidates import Candidate
@@ -14,9 +13,27 @@ from mindnet.retrieval.graph import Subgraph
 from mindnet.retrieval.hit_scorer import SEMANTIC_KEY, HitScorer
 from mindnet.retrieval.hits import Hit, chunk_text, hit_from_payload
 from mindnet.retrieval.query import ResolvedQuery
-from mindnet.retrieval.scoring import ScoreBreakdown, rank_key
+from mindnet.retrieval.scoring import Terms, rank_key
 
 MAX_PASSAGES = 5        # other matching chunks listed under a note-level hit
+
+
+class Titles(dict):
+    """Note titles for explanations: the shown hits' own (this dict) over every note's from the link graph (not
+    copied). A ChainMap did the same at a generator per lookup, ~250 lookups per depth-1 query."""
+
+    def __init__(self, base: Mapping[str, str] | None) -> None:
+        super().__init__()
+        self.base: Mapping[str, str] = base if base is not None else {}
+
+    def get(self, key: str, default: Any = None) -> Any:   # type: ignore[override]
+        own = dict.get(self, key)
+        return own if own is not None else self.base.get(key, default)
+
+    def add(self, key: str, title: str) -> None:
+        """A hit's own title, for a note the link graph does not name."""
+        if key not in self.base:
+            self.setdefault(key, title)
 
 
 def passage(payload: dict[str, Any], point_id: str, score: float) -> dict[str, Any]:
@@ -56,10 +73,10 @@ def score_hits(q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | No
     hybrid = q.mode == "hybrid"
     # a which-question asking for a type present among the candidates damps the other types (intent.py)
     asked = [t for t in q.asked_types if any(c.payload.get("type") == t for c in cands)]
-    entries: list[tuple[str, ScoreBreakdown]] = []
+    entries: list[tuple[str, Terms]] = []
     for c in cands:
         note_id = str(c.payload.get("note_id", ""))
-        entries.append((note_id, scorer.breakdown(
+        entries.append((note_id, scorer.terms(
             semantic=c.semantic, dense=c.dense if c.embedded else None, lexical=c.lexical if hybrid else None,
             other_language=c.other_language,
             retriever_weight=float(c.payload.get("retriever_weight", 1.0)), note_id=note_id,
@@ -68,13 +85,13 @@ def score_hits(q: ResolvedQuery, cands: list[Candidate], subgraph: Subgraph | No
     ranked = sorted(zip(cands, scorer.cap(entries, subgraph), strict=True),
                     key=lambda r: (*rank_key(r[1][0]), str(r[0].payload.get("chunk_id", r[0].point_id))))
     # every note's title names the other ends of edges; the hits' own titles are added on top (no copy)
-    titles: MutableMapping[str, str] = ChainMap({}, link_titles) if link_titles is not None else {}
+    titles = Titles(link_titles)
     finished: dict[str, Hit] = {}
 
-    def node(item: tuple[Candidate, tuple[ScoreBreakdown, str | None]]) -> Hit:
+    def node(item: tuple[Candidate, tuple[Terms, str | None]]) -> Hit:
         c, (b, by) = item
         if c.point_id not in finished:
-            titles.setdefault(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
+            titles.add(str(c.payload.get("note_id", "")), str(c.payload.get("title", "")))
             hit = to_hit(c, hybrid=hybrid)
             hit.metadata = scorer.result_metadata(hit.metadata, hit.node_id, b, subgraph, titles, by, asked)
             hit.score = b.total

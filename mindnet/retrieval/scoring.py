@@ -8,6 +8,8 @@ W_type is the note type's `retriever_weight`, times `type_intent` when the quest
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from mindnet.settings import ScoringWeights
@@ -42,45 +44,78 @@ class ScoreBreakdown(BaseModel):
     total: float
 
 
-def compute_score(*, semantic: float, retriever_weight: float, edge_bonus: float, centrality_bonus: float,
+class Terms(NamedTuple):
+    """The formula's numbers for one candidate, as plain floats: every candidate of a query is ranked by them
+    (~320 at depth 1), and only the hits shown become a `ScoreBreakdown` (`breakdown_of`), whose validation
+    cost more than the arithmetic. Same names as ScoreBreakdown's fields, so ranking reads either."""
+
+    semantic: float
+    dense: float | None
+    lexical: float | None
+    other_language: bool
+    retriever_weight: float
+    type_intent: float
+    edge_bonus: float
+    centrality_bonus: float
+    graph_scale: float
+    semantic_term: float
+    edge_term: float
+    centrality_term: float
+    total: float
+
+
+def compute_terms(*, semantic: float, retriever_weight: float, edge_bonus: float, centrality_bonus: float,
                   weights: ScoringWeights, dense: float | None = None, lexical: float | None = None,
-                  graph_scale: float = 1.0, type_intent: float = 1.0, other_language: bool = False
-                  ) -> ScoreBreakdown:
+                  graph_scale: float = 1.0, type_intent: float = 1.0, other_language: bool = False) -> Terms:
     """The formula; `graph_scale` (0..1) scales both graph bonuses (the lift cap), so the terms still add up;
     `type_intent` multiplies W_type (the question asks for another type: below 1)."""
     edge_bonus, centrality_bonus = edge_bonus * graph_scale, centrality_bonus * graph_scale
     sem_term = weights.semantic_weight * semantic * max(retriever_weight, 0.0) * type_intent
     edge_term = weights.edge_weight * edge_bonus
     cent_term = weights.centrality_weight * centrality_bonus
-    return ScoreBreakdown(
-        semantic=semantic, dense=dense, lexical=lexical, retriever_weight=retriever_weight, type_intent=type_intent,
-        other_language=other_language, edge_bonus=edge_bonus, centrality_bonus=centrality_bonus,
-        graph_scale=graph_scale,
-        semantic_weight=weights.semantic_weight,
-        edge_weight=weights.edge_weight, centrality_weight=weights.centrality_weight,
-        semantic_term=sem_term, edge_term=edge_term, centrality_term=cent_term,
-        total=sem_term + edge_term + cent_term)
+    return Terms(semantic, dense, lexical, other_language, retriever_weight, type_intent, edge_bonus,
+                 centrality_bonus, graph_scale, sem_term, edge_term, cent_term, sem_term + edge_term + cent_term)
 
 
-def rank_key(b: ScoreBreakdown) -> tuple[float, float]:
+def breakdown_of(t: Terms | ScoreBreakdown, weights: ScoringWeights) -> ScoreBreakdown:
+    """The hit's ScoreBreakdown of its terms, with the weights they were made with."""
+    if isinstance(t, ScoreBreakdown):
+        return t
+    return ScoreBreakdown(**t._asdict(), semantic_weight=weights.semantic_weight, edge_weight=weights.edge_weight,
+                          centrality_weight=weights.centrality_weight)
+
+
+def compute_score(*, semantic: float, retriever_weight: float, edge_bonus: float, centrality_bonus: float,
+                  weights: ScoringWeights, dense: float | None = None, lexical: float | None = None,
+                  graph_scale: float = 1.0, type_intent: float = 1.0, other_language: bool = False
+                  ) -> ScoreBreakdown:
+    """`compute_terms` as a ScoreBreakdown."""
+    return breakdown_of(compute_terms(semantic=semantic, retriever_weight=retriever_weight, edge_bonus=edge_bonus,
+                                      centrality_bonus=centrality_bonus, weights=weights, dense=dense,
+                                      lexical=lexical, graph_scale=graph_scale, type_intent=type_intent,
+                                      other_language=other_language), weights)
+
+
+def rank_key(b: ScoreBreakdown | Terms) -> tuple[float, float]:
     """Sort key, best first: the total (to 9 decimals), then the semantic term. Chunks the lift cap holds below
     the same hit tie on their total up to float noise (which differs between engines: Qdrant Edge keeps float32
     vectors); the better-matching chunk then comes first, the same from either."""
     return -round(b.total, 9), -b.semantic_term
 
 
-def capped(b: ScoreBreakdown, ceiling: float, weights: ScoringWeights) -> ScoreBreakdown:
+def capped(b: ScoreBreakdown | Terms, ceiling: float, weights: ScoringWeights) -> ScoreBreakdown | Terms:
     """`b` with its graph bonuses scaled so the total stays at or below `ceiling` (never below the semantic
-    term alone): the graph may bring a note up to the hit that led to it, not past it."""
+    term alone): the graph may bring a note up to the hit that led to it, not past it. Terms stay Terms."""
     lift = b.edge_term + b.centrality_term
     if lift <= 0 or b.total <= ceiling:
         return b
     scale = max(0.0, min(1.0, (ceiling - b.semantic_term) / lift)) * b.graph_scale
     base = b.graph_scale or 1.0
-    return compute_score(semantic=b.semantic, dense=b.dense, lexical=b.lexical, retriever_weight=b.retriever_weight,
-                         edge_bonus=b.edge_bonus / base, centrality_bonus=b.centrality_bonus / base,
-                         weights=weights, graph_scale=scale, type_intent=b.type_intent,
-                         other_language=b.other_language)
+    terms = compute_terms(semantic=b.semantic, dense=b.dense, lexical=b.lexical, retriever_weight=b.retriever_weight,
+                          edge_bonus=b.edge_bonus / base, centrality_bonus=b.centrality_bonus / base,
+                          weights=weights, graph_scale=scale, type_intent=b.type_intent,
+                          other_language=b.other_language)
+    return terms if isinstance(b, Terms) else breakdown_of(terms, weights)
 
 
 class GraphEvidence(BaseModel):

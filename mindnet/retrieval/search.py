@@ -245,7 +245,7 @@ class GraphSearch:
                                 self.config.hybrid.sparse_prefetch, flt)
             trace["sparse_ms"] = round(1000 * (time.perf_counter() - t1), 1)
 
-        found.cosines(dense_vecs)
+        found.cosines(self.store, dense_vecs)
         cands = found.cands
         alpha = self.config.hybrid.alpha
         lo, hi = dense_bounds(cands.values())
@@ -263,7 +263,7 @@ class GraphSearch:
             subgraph = expand(graph.index, list(seeds), q.depth, q.edge_types, seeds, stats=graph.stats,
                               caps=self.fan_out())
             graph_only = graph_candidates(self.store, graph, subgraph, cands, flt, dense_vecs, found,
-                                          max_nodes=self.config.expand.max_nodes, params=self._dense_params(),
+                                          max_nodes=self.config.expand.max_nodes,
                                           unembedded_chunks=bool(self._coverage()[0]))
             fuse(q, graph_only, lo, hi, alpha, split)
             for c in graph_only:

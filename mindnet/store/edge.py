@@ -345,7 +345,7 @@ class EdgeStore(Store):
                                   with_vector=vector_names(dense, False),
                                   params=qe.SearchParams(exact=params.exact, hnsw_ef=params.hnsw_ef))
         with self._engine("chunks"):
-            return [to_record(p, p.score, payload=payload, vectors=dense) for p in self._shard("chunks").query(request)]
+            return convert.hits(self._shard("chunks").query(request), payload=payload, vectors=dense)
 
     def search_sparse(self, vector: Sparse, limit: int, where: Where | None = None, *,
                       payload: Fields = False, dense: bool = False) -> list[Record]:
@@ -356,8 +356,8 @@ class EdgeStore(Store):
                                   limit=limit, filter=edge_filter(where), with_payload=payload_selector(payload),
                                   with_vector=vector_names(dense, False))
         with self._engine("chunks"):
-            return [to_record(p, score, payload=payload, vectors=dense) for p in self._shard("chunks").query(request)
-                    if (score := p.score) > 0]
+            return convert.hits([p for p in self._shard("chunks").query(request) if p.score > 0], payload=payload,
+                                vectors=dense)
 
     # ------------------------------------------------------------------ token, info, close
 
