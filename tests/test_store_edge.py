@@ -120,7 +120,7 @@ def test_past_the_exact_size_the_engine_builds_its_search_index_and_searches_use
     real = EdgeStore.search_dense
 
     def search(self, vector, limit, where=None, **kwargs):
-        searched.append(kwargs.get("params"))
+        searched.append((where, kwargs.get("params")))
         return real(self, vector, limit, where, **kwargs)
     monkeypatch.setattr(EdgeStore, "search_dense", search)
     app = Mindnet(fake_settings(tmp_path, fake_ollama.url, retriever_config=retriever_yaml))
@@ -128,7 +128,10 @@ def test_past_the_exact_size_the_engine_builds_its_search_index_and_searches_use
         assert app.ingest().chunks == 88
         assert built == [(88, True)]                           # 88 chunks > 50: the HNSW index is built
         hits = app.query(QueryRequest(query="Qdrant"))["hits"]
-        assert hits and searched[-1] == SearchParams(exact=False, hnsw_ef=64)
+        # the query's own search uses the index; searches restricted to a few chunks (to score each of them)
+        # scan those exactly
+        assert hits and searched[0] == (None, SearchParams(exact=False, hnsw_ef=64))
+        assert len(searched) > 1 and all(w is not None and p == SearchParams(exact=True) for w, p in searched[1:])
         app.ingest()
         assert built == [(88, True)]                           # nothing written: nothing to index again
     finally:
