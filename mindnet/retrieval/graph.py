@@ -387,7 +387,7 @@ class LinkGraph:
     def brief_of(self, point_id: str) -> dict | None:
         """`brief_payload` of a chunk by its point id; None for a chunk the graph does not list (written after
         it was built)."""
-        at = self._chunk_at.get(point_id)
+        at = self.locate(point_id)
         return self.brief_payload(*at) if at is not None else None
 
     def brief_payload(self, note_id: str, chunk_id: str) -> dict:
