@@ -262,3 +262,53 @@ def test_a_rewrite_after_many_chunks_written_runs_in_a_child_process_and_the_ind
         assert aside == ["t_chunks"]                     # nothing written: nothing to rewrite
     finally:
         app.close()
+
+
+def _edge_indexes(tmp_path: Path) -> set[str]:
+    import qdrant_edge as qe
+    shard = qe.EdgeShard.load(str(tmp_path / "qdrant" / "t_edges"), None)
+    try:
+        return set(shard.info().payload_schema)
+    finally:
+        shard.close()
+
+
+def test_an_edges_shard_indexes_what_mindnet_filters_and_counts_by_and_an_older_one_gets_that_set(
+        tmp_path: Path, fake_ollama) -> None:
+    """`kinds` and `scope` are not indexed on Qdrant Edge (nothing filters or counts by them; they cost the import
+    a sixth of its edge writing); a shard an older mindnet made with them, and without the check's
+    `target_chunk`, gets today's set at its next import that writes, and `check` finds it sound."""
+    import qdrant_edge as qe
+
+    from mindnet.indexing.integrity import check_index
+    from mindnet.store.collections import PAYLOAD_INDEXES, SHARD_INDEXES
+    vault = copy_sample_vault(tmp_path / "vault")
+    settings = fake_settings(tmp_path, fake_ollama.url)
+    app = Mindnet(settings)
+    app.ingest()
+    app.close()
+    today = _edge_indexes(tmp_path)
+    assert today == set(SHARD_INDEXES["edges"])
+    assert {"note_id", "source_id", "target_id", "target_chunk", "resolved", "kind"} <= today
+    assert {"kinds", "scope"} <= set(PAYLOAD_INDEXES["edges"]) and not {"kinds", "scope"} & today   # server: kept
+    shard = qe.EdgeShard.load(str(tmp_path / "qdrant" / "t_edges"), None)
+    for name in ("kinds", "scope"):
+        shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+    shard.update(qe.UpdateOperation.delete_field_index("target_chunk"))
+    shard.flush()
+    shard.close()
+    assert _edge_indexes(tmp_path) == (today | {"kinds", "scope"}) - {"target_chunk"}
+    app = Mindnet(settings)
+    try:
+        app.ingest()                        # nothing changed: nothing written, the shard left as it is
+        assert "kinds" in app.store._shard("edges").info().payload_schema
+        note = next(vault.rglob("*.md"))
+        note.write_text(note.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+        report = app.ingest()
+        assert report.changed == 1
+        integrity = check_index(app.store)
+        assert not integrity.broken, integrity.as_dict()
+        assert integrity.edges == app.store.count("edges") > 0
+    finally:
+        app.close()
+    assert _edge_indexes(tmp_path) == today

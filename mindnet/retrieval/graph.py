@@ -146,12 +146,12 @@ class Subgraph:
         its relevance and by the specificity of both ends, minus `chance` x what chance gives a note that
         in(n) of the vault's N notes link to (K seeds x in(n) / N); at most 1. One specific link from the best
         hit is full evidence (1.0); a link from a hub or into a hub counts less."""
-        if note_id not in self.graph or not self.seeds:
+        into = self.sources(note_id)    # most candidates: nothing in the subgraph links to them
+        if not into or not self.seeds:
             return 0.0
         linkers = self.linkers(note_id)
         if not linkers:         # nothing to count, nothing to subtract from (chance >= 0)
             return 0.0
-        into = self.sources(note_id)
         total = sum(min(1.0, into[s]) * self.relevance(s) * self.stats.spec_out(s) for s in linkers)
         spec_in = self.stats.spec_in(note_id)
         return min(1.0, max(0.0, total - self.stats.chance * self.expected_linkers(note_id)) * spec_in)
@@ -173,7 +173,8 @@ class Subgraph:
         the note's global centrality (0..1)."""
         if self._pagerank is None:
             self._pagerank = link_flow(self.graph, {s: self.relevance(s) for s in self.seeds}, self.stats)
-        return self._pagerank.get(note_id, 0.0) * self.stats.hub_damping(note_id)
+        flow = self._pagerank.get(note_id)
+        return flow * self.stats.hub_damping(note_id) if flow else 0.0
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ import qdrant_edge as qe
 
 from mindnet.errors import DataWriteError, MindnetError, StoreError, StoreLockedError
 from mindnet.store import edge_convert as convert
-from mindnet.store.collections import CHECK_INDEXES, DENSE, SHARD_INDEXES, SPARSE, dimension_error, names, vector_names
+from mindnet.store.collections import DENSE, SHARD_INDEXES, SPARSE, dimension_error, names, vector_names
 from mindnet.store.edge_convert import SHARED_FIELDS, edge_filter, hashable, payload_selector, to_point, to_record
-from mindnet.store.edge_layout import LAYOUT_KEY, SettleFailed, layout_name, settle_aside
+from mindnet.store.edge_layout import LAYOUT_KEY, UPKEPT, SettleFailed, index_upkeep, layout_name, settle_aside
 from mindnet.store.edge_pages import (
     PAGE_BYTES,
     PAGE_POINTS,
@@ -160,11 +160,11 @@ class EdgeStore(Store):
                     self._shards[kind] = qe.EdgeShard.load(str(self.path(kind)), None)
         if "chunks" in missing:
             self._meta.update(self.prefix, **{LAYOUT_KEY: layout_name(False)})     # as created (edge_layout)
-        for kind in [k for k in CHECK_INDEXES if k not in missing]:     # a shard made before them: built once
+        for kind in [k for k in UPKEPT if k not in missing]:    # a shard made before: today's indexes, once
             with self._engine(kind):
-                for name in CHECK_INDEXES[kind].keys() - self._shard(kind).info().payload_schema.keys():
+                for op in index_upkeep(kind, self._shard(kind).info().payload_schema.keys()):
                     self._writing(kind)
-                    self._shard(kind).update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+                    self._shard(kind).update(op)
         if existing is None:
             self._meta.update(self.prefix, dim=dim)
 

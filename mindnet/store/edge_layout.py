@@ -15,6 +15,9 @@ there (`m=0`, nothing to build); past it, the HNSW graph is built as before. The
 BM25 with other float arithmetic than the appendable one: lexical scores differ in the last bits of a float (at
 most 4e-8 in the bench; the ranking there did not change). Later writes (the live index) go to a new small
 appendable segment; each `settle` rewrites only what grew past the engine's indexing threshold.
+
+A shard's payload indexes are the ones `collections.SHARD_INDEXES` names; `index_upkeep` brings a shard an older
+mindnet made to that set (at its next import that writes).
 """
 
 from __future__ import annotations
@@ -22,14 +25,27 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import qdrant_edge as qe
+
+from mindnet.store.collections import CHECK_INDEXES, LEFT_OUT
 
 COLD = qe.Memory.Cold
 # the engine's defaults for an HNSW graph (past dense.exact_below); m=0: a segment without one
 HNSW = {"m": 16, "ef_construct": 100, "full_scan_threshold": 10_000}
 LAYOUT_KEY = "chunks_layout"     # in the folder's meta (FolderMeta): the layout the chunks shard was settled to
+UPKEPT = sorted(CHECK_INDEXES.keys() | LEFT_OUT.keys())   # shards whose indexes an older version made otherwise
+
+
+def index_upkeep(kind: str, have: Iterable[str]) -> list[qe.UpdateOperation]:
+    """What brings a shard made by an older version to today's payload indexes (`collections.SHARD_INDEXES`): the
+    check indexes it lacks made, the ones Edge shards leave out dropped."""
+    have = set(have)
+    return [*(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
+              for name in sorted(CHECK_INDEXES.get(kind, {}).keys() - have)),
+            *(qe.UpdateOperation.delete_field_index(name) for name in sorted(have & LEFT_OUT.get(kind, set())))]
 
 
 def layout_name(hnsw: bool) -> str:
