@@ -173,6 +173,31 @@ def test_a_stale_graph_file_is_patched_or_rebuilt_with_what_the_index_now_holds(
     same_data(opened.data, snapshot.build(app.store))
 
 
+def test_a_stale_graph_reads_every_note_s_stamp_and_the_whole_record_only_of_the_notes_that_changed(
+        app: Mindnet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a stale graph file compares every note's stamp (id, fingerprint, edges hash) and reads the full
+    record (chunks, fields, edge ids) of the changed notes alone: at 30,000 notes the two reads of every whole
+    record took 5.6 s of opening after a one-note change."""
+    old = tmp_path / "old.npz"
+    shutil.copy(snap_path(app), old)
+    note = tmp_path / "vault" / "concepts" / "bm25.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\n\nNeu: [[Ollama]].\n", encoding="utf-8")
+    assert app.ingest().changed == 1
+    shutil.copy(old, snap_path(app))
+    reads: list[tuple[str, object, int | None]] = []
+    scroll, retrieve = app.store.scroll, app.store.retrieve
+    monkeypatch.setattr(app.store, "scroll", lambda kind, *a, **k: reads.append(
+        (kind, k.get("payload"), None)) or scroll(kind, *a, **k))
+    monkeypatch.setattr(app.store, "retrieve", lambda kind, ids, **k: reads.append(
+        (kind, k.get("payload"), len(ids))) or retrieve(kind, ids, **k))
+    opened = reopen(app)
+    assert opened.status == "patched"
+    notes = [(payload, n) for kind, payload, n in reads if kind == "notes"]
+    assert notes and all(payload == snapshot.STAMP for payload, n in notes if n is None)     # every note: stamps
+    assert [n for _, n in notes if n is not None] == [1]                   # one whole record: the changed note
+    assert canonical(opened.data) == canonical(snapshot.build(app.store))
+
+
 def test_an_incremental_import_leaves_a_current_graph_file_and_the_search_sees_it(app: Mindnet, tmp_path: Path
                                                                                   ) -> None:
     request = QueryRequest(query="Zebrafisch Aquarium", mode="hybrid", top_k=3)
@@ -240,7 +265,7 @@ def canonical(d: snapshot.GraphData) -> dict:
     """The graph's content independent of node numbering and note order (a patch appends nodes, a build numbers
     afresh)."""
     return {
-        "notes": sorted(zip(d.note_ids, d.titles, d.note_fps, d.note_ehs, strict=True)),
+        "notes": sorted(zip(d.note_ids, d.titles, d.note_fps, d.note_ehs, map(repr, d.note_meta), strict=True)),
         "edges": [(d.nodes[s], d.nodes[t], c, d.kinds[k], d.edge_payload(i)) for i, (s, t, c, k) in
                   enumerate(zip(d.edge_src.tolist(), d.edge_dst.tolist(), d.edge_conf.tolist(),
                                 d.edge_kind.tolist(), strict=True))],

@@ -64,11 +64,11 @@ FORMAT = 5                          # bump when the arrays change shape or meani
 # (every chunk of a note carries the same values)
 NOTE_FIELDS = ["note_id", "title", "fingerprint", "edges_hash", "chunk_ids", "type", "path", "tags",
                "retriever_weight", "lang"]
+STAMP = ["note_id", "fingerprint", "edges_hash"]    # what says a note changed: the digest reads only these
 # the links of the graph: edges that are not the structure inside a note (unresolved ones are dropped while
 # reading: qdrant-edge-py 0.9 passes a boolean match value as the integer 1, which no boolean field matches)
 LINKS = Where(exclude=(("kind", STRUCTURAL),))
-PATCH_SHARE = 0.05      # patch when at most this share of the notes changed (and at least PATCH_MIN notes)
-PATCH_MIN = 50
+PATCH_SHARE, PATCH_MIN = 0.05, 50   # patch when at most this share of the notes changed (and at least 50 notes)
 
 
 class GraphFileError(StoreError):
@@ -95,7 +95,7 @@ def note_records(store: Store, fields: list[str] | None = None) -> list[dict]:
 
 def index_digest(store: Store, notes: list[dict] | None = None) -> tuple[str, dict[str, int]]:
     """What the index holds, in one value: note records (id, fingerprint, edges hash) and point counts."""
-    payloads = notes if notes is not None else note_records(store)
+    payloads = notes if notes is not None else note_records(store, STAMP)
     lines = sorted(f"{p.get('note_id')}\t{p.get('fingerprint')}\t{p.get('edges_hash')}\n" for p in payloads)
     counts = {kind: (store.count(kind) if store.exists(kind) else -1) for kind in ("notes", "edges")}
     h = hashlib.sha256(f"format {FORMAT}\n{json.dumps(counts, sort_keys=True)}\n".encode())
@@ -152,24 +152,29 @@ def _edge_id_keys(columns: list[PackedStrings]) -> np.ndarray:
     return np.concatenate(keys) if keys else np.zeros(0, dtype="S1")
 
 
-def patch(old: GraphData, store: Store) -> GraphData | None:
+def patch(old: GraphData, store: Store, read: tuple[str | None, list[dict]] | None = None) -> GraphData | None:
     """`old` brought up to what the index holds now by re-reading only the edges of the notes whose records
     changed (a watcher save, a small re-import), or None when a full build is the better way (more than a few
-    notes changed, or the counts moved without any note record changing). Equals a full build."""
+    notes changed, or the counts moved without any note record changing). Equals a full build. `read`: the
+    index's token and every note's stamp, read by the caller in that order; whole records: changed notes only."""
     started = time.perf_counter()
-    token = store.read_token()
-    notes = note_records(store, [*NOTE_FIELDS, "edge_ids"])
-    old_meta = dict(zip(old.note_ids, old.note_meta, strict=True))
-    digest, counts = index_digest(store, notes)
+    token, stamps = read if read is not None else (store.read_token(), note_records(store, STAMP))
+    digest, counts = index_digest(store, stamps)
     if digest == old.digest:
         return replace(old, token=_still(store, token))
     before = {n: (fp, eh) for n, fp, eh in zip(old.note_ids, old.note_fps, old.note_ehs, strict=True)}
-    now = {str(p.get("note_id", "")): p for p in notes}
+    now = {str(p.get("note_id", "")): p for p in stamps}
     touched = {n for n, p in now.items() if before.get(n) != (str(p.get("fingerprint", "")),
                                                                str(p.get("edges_hash", "")))}
     touched |= set(before) - set(now)
     if not touched or len(touched) > max(PATCH_MIN, PATCH_SHARE * len(now)):
         return None
+    old_meta = {n: (t, m) for n, t, m in zip(old.note_ids, old.titles, old.note_meta, strict=True)}
+    records = {str(r.payload.get("note_id")): r.payload for r in store.retrieve(
+        "notes", [point_id(n) for n in sorted(touched & now.keys())], payload=[*NOTE_FIELDS, "edge_ids"])}
+    if records.keys() != touched & now.keys():
+        return None                         # a record went meanwhile: built whole
+    now.update(records)
     node_of = {n: i for i, n in enumerate(old.nodes)}
     drop_nodes = np.array([node_of[n] for n in touched if n in node_of], dtype=np.int64)
     keep_rows = np.flatnonzero(~np.isin(old.edge_src, drop_nodes))
@@ -196,10 +201,10 @@ def patch(old: GraphData, store: Store) -> GraphData | None:
     src, dst, conf, kind = src[strength], dst[strength], conf[strength], kind[strength]
     in_deg, out_deg, pr_rel, linked = graph_figures(len(nodes), src, dst, conf)
     data = GraphData(
-        digest=digest, note_ids=list(now), titles=[str(p.get("title", "")) for p in now.values()],
-        note_fps=[str(p.get("fingerprint", "")) for p in now.values()],
+        digest=digest, note_ids=list(now), note_fps=[str(p.get("fingerprint", "")) for p in now.values()],
+        titles=[old_meta[n][0] if n not in touched else str(p.get("title", "")) for n, p in now.items()],
         note_ehs=[str(p.get("edges_hash", "")) for p in now.values()],
-        note_meta=[old_meta[n] if n in old_meta and n not in touched else note_meta(p) for n, p in now.items()],
+        note_meta=[old_meta[n][1] if n not in touched else note_meta(p) for n, p in now.items()],
         nodes=nodes, edge_src=src, edge_dst=dst,
         edge_conf=conf, edge_kind=kind, kinds=kinds, edge_columns=packed, in_degree=in_deg, out_degree=out_deg,
         pr_rel=pr_rel, linked=linked, counts=counts, token=_still(store, token))
@@ -222,10 +227,8 @@ def _json_array(value: object) -> np.ndarray:
 def save(data: GraphData, path: Path) -> None:
     meta = {"format": FORMAT, "digest": data.digest, "counts": data.counts, "kinds": data.kinds,
             "token": data.token, "created": time.time()}
-    columns = {}
-    for name, packed in data.edge_columns.items():
-        columns[f"col_{name}_blob"] = np.frombuffer(packed.data, dtype=np.uint8)
-        columns[f"col_{name}_offsets"] = packed.offsets
+    columns = {f"col_{name}_{part}": array for name, packed in data.edge_columns.items()
+               for part, array in (("blob", np.frombuffer(packed.data, dtype=np.uint8)), ("offsets", packed.offsets))}
     arrays = {
         "meta": _json_array(meta),
         "strings": _json_array({"note_ids": data.note_ids, "titles": data.titles, "note_fps": data.note_fps,
@@ -259,9 +262,9 @@ def load(path: Path) -> GraphData:
         s = json.loads(arrays["strings"].tobytes())
         data = GraphData(
             digest=meta["digest"], note_ids=s["note_ids"], titles=s["titles"], note_fps=s["note_fps"],
-            note_ehs=s["note_ehs"], note_meta=s["note_meta"], nodes=s["nodes"], edge_src=arrays["edge_src"],
-            edge_dst=arrays["edge_dst"],
-            edge_conf=arrays["edge_conf"], edge_kind=arrays["edge_kind"], kinds=meta["kinds"],
+            note_ehs=s["note_ehs"], note_meta=s["note_meta"], nodes=s["nodes"], kinds=meta["kinds"],
+            edge_src=arrays["edge_src"], edge_dst=arrays["edge_dst"], edge_conf=arrays["edge_conf"],
+            edge_kind=arrays["edge_kind"],
             edge_columns={name: PackedStrings(arrays[f"col_{name}_blob"], arrays[f"col_{name}_offsets"])
                           for name in EDGE_COLUMNS},
             in_degree=arrays["in_degree"], out_degree=arrays["out_degree"], pr_rel=arrays["pr_rel"],
@@ -341,14 +344,14 @@ def open_graph(store: Store, *, write: bool = True) -> Opened:
     stale = cached if cached is not None else loaded
     data = None
     if stale is not None:
-        digest, _ = index_digest(store)
+        digest, _ = index_digest(store, stamps := note_records(store, STAMP))    # read once, for patch too
         if stale.digest == digest:       # the same, written without a token (an import was running then)
             fresh = replace(stale, token=_still(store, token))
             if path is not None and write and fresh.token and fresh.token != stale.token:
                 _save_quietly(fresh, path)
             return _keep(key, fresh, "current" if stale is cached else "loaded", started)
         status = "rebuilt (stale)"
-        data = patch(stale, store)
+        data = patch(stale, store, (token, stamps))
         status = "patched" if data is not None else "rebuilt (stale)"
     if data is None:
         data = build(store)
