@@ -169,7 +169,7 @@ def patch(old: GraphData, store: Store, read: tuple[str | None, list[dict]] | No
     touched |= set(before) - set(now)
     if not touched or len(touched) > max(PATCH_MIN, PATCH_SHARE * len(now)):
         return None
-    old_meta = {n: (t, m) for n, t, m in zip(old.note_ids, old.titles, old.note_meta, strict=True)}
+    kept = {n: (t, m) for n, t, m in zip(old.note_ids, old.titles, old.note_meta, strict=True)}
     records = {str(r.payload.get("note_id")): r.payload for r in store.retrieve(
         "notes", [point_id(n) for n in sorted(touched & now.keys())], payload=[*NOTE_FIELDS, "edge_ids"])}
     if records.keys() != touched & now.keys():
@@ -202,9 +202,9 @@ def patch(old: GraphData, store: Store, read: tuple[str | None, list[dict]] | No
     in_deg, out_deg, pr_rel, linked = graph_figures(len(nodes), src, dst, conf)
     data = GraphData(
         digest=digest, note_ids=list(now), note_fps=[str(p.get("fingerprint", "")) for p in now.values()],
-        titles=[old_meta[n][0] if n not in touched else str(p.get("title", "")) for n, p in now.items()],
+        titles=[kept[n][0] if n not in touched else str(p.get("title", "")) for n, p in now.items()],
         note_ehs=[str(p.get("edges_hash", "")) for p in now.values()],
-        note_meta=[old_meta[n][1] if n not in touched else note_meta(p) for n, p in now.items()],
+        note_meta=[kept[n][1] if n not in touched else note_meta(p) for n, p in now.items()],
         nodes=nodes, edge_src=src, edge_dst=dst,
         edge_conf=conf, edge_kind=kind, kinds=kinds, edge_columns=packed, in_degree=in_deg, out_degree=out_deg,
         pr_rel=pr_rel, linked=linked, counts=counts, token=_still(store, token))
